@@ -1,0 +1,1 @@
+"""One rewrite (or report) per module; mapping tables as YAML under data/<target>/."""

@@ -1,0 +1,3 @@
+from transpiler.cli import main
+
+main()

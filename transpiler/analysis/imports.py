@@ -1,0 +1,144 @@
+"""Which local name means which module or object, per scope, without LibCST's scope analysis.
+
+LibCST's QualifiedNameProvider costs about ten times a parse; the rules only need to know what
+`T`, `tc` or `synchronize` was imported as, so a stack of import tables is enough. Each scope is
+filled by a shallow scan of its own statements when the traversal enters it, so an import placed
+after its first use in the same scope still counts, and a function-local import stays local.
+"""
+
+from __future__ import annotations
+
+from typing import Iterator, Optional, Sequence, Union
+
+import libcst as cst
+
+_SCOPE_NODES = (cst.FunctionDef, cst.ClassDef)
+
+
+def dotted_name(node: cst.BaseExpression) -> Optional[str]:
+    """`a.b.c` as a string for a Name/Attribute chain, else None."""
+    parts = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if not isinstance(node, cst.Name):
+        return None
+    parts.append(node.value)
+    return ".".join(reversed(parts))
+
+
+def _module_name(node: Union[cst.Attribute, cst.Name, None]) -> Optional[str]:
+    return dotted_name(node) if node is not None else None
+
+
+def iter_scope_statements(body: Sequence[cst.CSTNode]) -> Iterator[cst.BaseSmallStatement]:
+    """Small statements of one scope, entering if/try/with/for/while blocks but not defs or classes."""
+    for stmt in body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            yield from stmt.body
+        elif isinstance(stmt, _SCOPE_NODES):
+            continue
+        elif isinstance(stmt, cst.BaseCompoundStatement):
+            for block in _blocks_of(stmt):
+                yield from iter_scope_statements(block)
+
+
+def _blocks_of(stmt: cst.BaseCompoundStatement) -> Iterator[Sequence[cst.CSTNode]]:
+    body = getattr(stmt, "body", None)
+    if isinstance(body, cst.IndentedBlock):
+        yield body.body
+    elif isinstance(body, cst.SimpleStatementSuite):
+        yield [cst.SimpleStatementLine(body=body.body)]
+    for attr in ("orelse", "finalbody"):
+        extra = getattr(stmt, attr, None)
+        while extra is not None:
+            inner = getattr(extra, "body", None)
+            if isinstance(inner, cst.IndentedBlock):
+                yield inner.body
+            # `elif` chains nest an If inside orelse.
+            extra = getattr(extra, "orelse", None) if isinstance(extra, cst.If) else None
+    for handler in getattr(stmt, "handlers", ()) or ():
+        if isinstance(handler.body, cst.IndentedBlock):
+            yield handler.body.body
+    for case in getattr(stmt, "cases", ()) or ():
+        if isinstance(case.body, cst.IndentedBlock):
+            yield case.body.body
+
+
+def bindings_of(stmt: cst.BaseSmallStatement) -> list[tuple[str, str]]:
+    """(local name, qualified target) pairs an import statement binds. Relative imports bind nothing we resolve."""
+    out: list[tuple[str, str]] = []
+    if isinstance(stmt, cst.Import):
+        for alias in stmt.names:
+            full = _module_name(alias.name)
+            if full is None:
+                continue
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                out.append((alias.asname.name.value, full))
+            else:
+                top = full.split(".", 1)[0]
+                out.append((top, top))
+    elif isinstance(stmt, cst.ImportFrom):
+        if stmt.relative or stmt.module is None or isinstance(stmt.names, cst.ImportStar):
+            return out
+        module = _module_name(stmt.module)
+        for alias in stmt.names:
+            name = _module_name(alias.name)
+            if module is None or name is None:
+                continue
+            local = name
+            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+                local = alias.asname.name.value
+            out.append((local, f"{module}.{name}"))
+    return out
+
+
+def scan_scope(body: Sequence[cst.CSTNode]) -> dict[str, str]:
+    table: dict[str, str] = {}
+    for small in iter_scope_statements(body):
+        for local, target in bindings_of(small):
+            table.setdefault(local, target)
+    return table
+
+
+class ImportTable:
+    """A stack of per-scope import tables; the dispatcher pushes and pops it as it walks."""
+
+    def __init__(self) -> None:
+        self._scopes: list[tuple[cst.CSTNode, dict[str, str]]] = []
+
+    def enter(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.Module):
+            self._scopes.append((node, scan_scope(node.body)))
+        elif isinstance(node, _SCOPE_NODES) and isinstance(node.body, cst.IndentedBlock):
+            self._scopes.append((node, scan_scope(node.body.body)))
+
+    def leave(self, node: cst.CSTNode) -> None:
+        if self._scopes and self._scopes[-1][0] is node:
+            self._scopes.pop()
+
+    def lookup(self, local: str) -> Optional[str]:
+        for _, table in reversed(self._scopes):
+            target = table.get(local)
+            if target is not None:
+                return target
+        return None
+
+    def resolve(self, node: cst.BaseExpression) -> Optional[str]:
+        """The fully qualified name `node` refers to through imports, e.g. `tc.synchronize` -> `torch.cuda.synchronize`."""
+        dotted = dotted_name(node)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        target = self.lookup(head)
+        if target is None:
+            return None
+        return f"{target}.{rest}" if rest else target
+
+    def imports_module(self, prefix: str) -> bool:
+        """True when any scope currently open imports `prefix` or something under it."""
+        return any(
+            t == prefix or t.startswith(prefix + ".")
+            for _, table in self._scopes
+            for t in table.values()
+        )

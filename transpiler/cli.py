@@ -1,0 +1,27 @@
+"""The `npu-port` command line: a thin click group; each command lives in transpiler/commands/."""
+
+from __future__ import annotations
+
+import click
+
+from transpiler import __version__
+from transpiler.commands.convert import convert
+from transpiler.commands.rules import rules
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.version_option(__version__, prog_name="npu-port")
+def cli() -> None:
+    """Port CUDA code (PyTorch, VERL, vLLM, MindSpeed-RL, Ray) to Huawei Ascend NPUs as reviewable changes."""
+
+
+cli.add_command(convert)
+cli.add_command(rules)
+
+
+def main() -> None:
+    cli(prog_name="npu-port")
+
+
+if __name__ == "__main__":
+    main()

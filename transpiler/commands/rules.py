@@ -1,0 +1,28 @@
+"""`npu-port rules`: every rule with its id, language, group, fix safety and summary."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+from rich.table import Table
+
+from transpiler.registry import all_rules
+
+
+@click.command()
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def rules(as_json: bool) -> None:
+    """List every rule with its id, description and fix safety."""
+    rows = [
+        {"id": r.ID, "language": r.LANGUAGE, "group": r.GROUP, "safety": r.SAFETY, "summary": r.summary()}
+        for r in all_rules().values()
+    ]
+    if as_json:
+        click.echo(json.dumps(rows, indent=2))
+        return
+    table = Table("id", "language", "group", "safety", "what it does", header_style="bold")
+    for row in rows:
+        table.add_row(row["id"], row["language"], row["group"], row["safety"], row["summary"])
+    Console().print(table)

@@ -1,0 +1,70 @@
+"""The per-file pipeline: prefilter, parse once, run the selected rules, emit. Knows no rule by name."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from codemods._base import FileContext, Rule, RunOptions
+from transpiler.files import language_of
+from transpiler.python_source import SourceError, convert_python
+from transpiler.registry import select_rules
+from transpiler.report import FileOutcome
+from transpiler.settings import Settings
+
+
+@dataclass
+class Converted:
+    outcome: FileOutcome
+    output: Optional[bytes]  # None when the file is unchanged
+
+
+def convert_text(data: bytes, path: str, rule_classes: Sequence[type[Rule]], options: RunOptions):
+    """Shell and YAML: each rule rewrites the text in turn (they use token-aware / round-trip editors)."""
+    if b"\x00" in data:
+        raise SourceError("binary file (contains NUL bytes)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"not valid UTF-8 at byte {exc.start}") from None
+    ctx = FileContext(path, text, options)
+    new = text
+    for cls in rule_classes:
+        new = cls(ctx).apply(new)
+    out = data if new == text else new.encode("utf-8")
+    return out, ctx.findings
+
+
+CONVERTERS = {"python": convert_python, "shell": convert_text, "yaml": convert_text}
+
+
+class Engine:
+    def __init__(self, settings: Settings):
+        self.settings = settings
+        self.options = settings.run_options()
+        self.rules = select_rules(settings.select, settings.ignore, settings.extras)
+        self.by_language: dict[str, list[type[Rule]]] = {}
+        for rule in self.rules:
+            self.by_language.setdefault(rule.LANGUAGE, []).append(rule)
+
+    def needs_parse(self, data: bytes, language: str) -> list[type[Rule]]:
+        """The prefilter: the rules whose trigger tokens occur in the file (none: skip parsing)."""
+        rules = self.by_language.get(language)
+        if not rules:
+            return []
+        text = data.decode("latin-1")  # byte-preserving; triggers are ASCII
+        return [r for r in rules if r.matches(text)] and rules
+
+    def convert(self, data: bytes, path: str, language: Optional[str] = None) -> Converted:
+        language = language or language_of(path, data[:128])
+        rules = self.needs_parse(data, language)
+        if not rules:
+            status = "skipped" if language in CONVERTERS else "copied"
+            return Converted(FileOutcome(path, status, language=language), None)
+        try:
+            out, findings = CONVERTERS[language](data, path, rules, self.options)
+        except SourceError as exc:
+            return Converted(FileOutcome(path, "failed", error=str(exc), language=language), None)
+        changed = out != data
+        outcome = FileOutcome(path, "converted" if changed else "unchanged", findings, language=language)
+        return Converted(outcome, out if changed else None)

@@ -1,0 +1,76 @@
+"""Python files: one LibCST parse, every selected rule in one traversal, emit in the file's own encoding."""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Callable, Sequence
+
+import libcst as cst
+
+from codemods._base import PythonContext, PythonRule, RunOptions
+from transpiler.report import Finding
+
+
+class SourceError(Exception):
+    """A file that cannot be converted; the message names the reason and, where known, the line."""
+
+
+class _Dispatcher(cst.CSTTransformer):
+    """Runs the visit_/leave_ methods of all rules in a single walk, keeping the import table current."""
+
+    def __init__(self, rules: Sequence[PythonRule], ctx: PythonContext):
+        super().__init__()
+        self._ctx = ctx
+        self._visits: dict[str, list[Callable]] = defaultdict(list)
+        self._leaves: dict[str, list[Callable]] = defaultdict(list)
+        for rule in rules:
+            for attr in dir(type(rule)):
+                if attr.startswith("visit_"):
+                    self._visits[attr[6:]].append(getattr(rule, attr))
+                elif attr.startswith("leave_"):
+                    self._leaves[attr[6:]].append(getattr(rule, attr))
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self._ctx.imports.enter(node)
+        for fn in self._visits.get(type(node).__name__, ()):
+            fn(node)
+        return True
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
+        for fn in self._leaves.get(type(original).__name__, ()):
+            updated = fn(original, updated)
+            if type(updated) is not type(original):
+                break  # replaced by another kind of node (or removed): later rules do not apply
+        self._ctx.imports.leave(original)
+        return updated
+
+
+def parse(data: bytes, path: str) -> cst.Module:
+    if b"\x00" in data:
+        raise SourceError("binary file (contains NUL bytes), not Python source")
+    try:
+        return cst.parse_module(data)
+    except cst.ParserSyntaxError as exc:
+        raise SourceError(f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: "
+                          f"{exc.message}") from None
+    except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
+        raise SourceError(f"cannot decode: {exc}") from None
+    except RecursionError:
+        raise SourceError("too deeply nested for the parser (RecursionError)") from None
+
+
+def convert_python(data: bytes, path: str, rule_classes: Sequence[type[PythonRule]],
+                   options: RunOptions) -> tuple[bytes, list[Finding]]:
+    module = parse(data, path)
+    ctx = PythonContext(path, data.decode(module.encoding, errors="replace"), module, options)
+    rules = [cls(ctx) for cls in rule_classes]
+    try:
+        updated = module.visit(_Dispatcher(rules, ctx))
+        for rule in rules:
+            updated = rule.finalize(module, updated)
+        ctx.resolve_pending()
+    except RecursionError:
+        raise SourceError("expression too deeply nested to rewrite (RecursionError)") from None
+    if not ctx.changed:
+        return data, ctx.findings
+    return updated.bytes, ctx.findings
