@@ -12,7 +12,7 @@ import click
 
 from transpiler.engine import Converted, Engine
 from transpiler.files import atomic_write
-from transpiler.mapping import available_targets
+from transpiler.commands._options import rule_options, split_csv
 from transpiler.registry import UnknownRuleError, select_rules
 from transpiler.render import print_findings, print_summary, stderr_console, unified_diff
 from transpiler.report import FileOutcome, findings_to_json
@@ -20,25 +20,6 @@ from transpiler.runner import SourceFile, discover, run
 from transpiler.settings import Settings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WOULD_CHANGE = 0, 1, 2, 3
-
-
-def split_csv(values: tuple[str, ...]) -> tuple[str, ...]:
-    return tuple(p.strip() for v in values for p in v.split(",") if p.strip())
-
-
-def rule_options(fn):
-    """Options shared by every command that runs rules."""
-    for deco in reversed([
-        click.option("--target", default="ascend", show_default=True,
-                     type=click.Choice(available_targets()), help="Accelerator to port to."),
-        click.option("--select", multiple=True, metavar="RULE,...",
-                     help="Only these rules (ids, id prefixes or groups such as 'extras', 'shell')."),
-        click.option("--ignore", multiple=True, metavar="RULE,...", help="Leave these rules out."),
-        click.option("--extras", is_flag=True,
-                     help="Also apply the opt-in NPU additions (set_env.sh, HCCL timeouts, runtime_env...)."),
-    ]):
-        fn = deco(fn)
-    return fn
 
 
 @click.command()

@@ -1,0 +1,25 @@
+"""Options shared by the commands that run rules."""
+
+from __future__ import annotations
+
+import click
+
+from transpiler.mapping import available_targets
+
+
+def split_csv(values: tuple[str, ...]) -> tuple[str, ...]:
+    return tuple(p.strip() for v in values for p in v.split(",") if p.strip())
+
+
+def rule_options(fn):
+    for deco in reversed([
+        click.option("--target", default="ascend", show_default=True,
+                     type=click.Choice(available_targets()), help="Accelerator to port to."),
+        click.option("--select", multiple=True, metavar="RULE,...",
+                     help="Only these rules (ids, id prefixes or groups such as 'extras', 'shell')."),
+        click.option("--ignore", multiple=True, metavar="RULE,...", help="Leave these rules out."),
+        click.option("--extras", is_flag=True,
+                     help="Also apply the opt-in NPU additions (set_env.sh, HCCL timeouts, runtime_env...)."),
+    ]):
+        fn = deco(fn)
+    return fn
