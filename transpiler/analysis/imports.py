@@ -8,6 +8,7 @@ after its first use in the same scope still counts, and a function-local import 
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Iterator, Optional, Sequence, Union
 
 import libcst as cst
@@ -65,19 +66,28 @@ def _blocks_of(stmt: cst.BaseCompoundStatement) -> Iterator[Sequence[cst.CSTNode
             yield case.body.body
 
 
-def bindings_of(stmt: cst.BaseSmallStatement) -> list[tuple[str, str]]:
-    """(local name, qualified target) pairs an import statement binds. Relative imports bind nothing we resolve."""
-    out: list[tuple[str, str]] = []
+@dataclass(frozen=True)
+class Binding:
+    """A local name bound by an import: `import a.b as x` -> Binding("a.b", "import", True)."""
+
+    target: str
+    kind: str  # "import" | "from"
+    aliased: bool
+
+
+def bindings_of(stmt: cst.BaseSmallStatement) -> list[tuple[str, Binding]]:
+    """(local name, binding) pairs an import statement binds. Relative imports bind nothing we resolve."""
+    out: list[tuple[str, Binding]] = []
     if isinstance(stmt, cst.Import):
         for alias in stmt.names:
             full = _module_name(alias.name)
             if full is None:
                 continue
             if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                out.append((alias.asname.name.value, full))
+                out.append((alias.asname.name.value, Binding(full, "import", True)))
             else:
                 top = full.split(".", 1)[0]
-                out.append((top, top))
+                out.append((top, Binding(top, "import", False)))
     elif isinstance(stmt, cst.ImportFrom):
         if stmt.relative or stmt.module is None or isinstance(stmt.names, cst.ImportStar):
             return out
@@ -86,15 +96,14 @@ def bindings_of(stmt: cst.BaseSmallStatement) -> list[tuple[str, str]]:
             name = _module_name(alias.name)
             if module is None or name is None:
                 continue
-            local = name
-            if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
-                local = alias.asname.name.value
-            out.append((local, f"{module}.{name}"))
+            aliased = alias.asname is not None and isinstance(alias.asname.name, cst.Name)
+            local = alias.asname.name.value if aliased else name
+            out.append((local, Binding(f"{module}.{name}", "from", aliased)))
     return out
 
 
-def scan_scope(body: Sequence[cst.CSTNode]) -> dict[str, str]:
-    table: dict[str, str] = {}
+def scan_scope(body: Sequence[cst.CSTNode]) -> dict[str, Binding]:
+    table: dict[str, Binding] = {}
     for small in iter_scope_statements(body):
         for local, target in bindings_of(small):
             table.setdefault(local, target)
@@ -105,7 +114,7 @@ class ImportTable:
     """A stack of per-scope import tables; the dispatcher pushes and pops it as it walks."""
 
     def __init__(self) -> None:
-        self._scopes: list[tuple[cst.CSTNode, dict[str, str]]] = []
+        self._scopes: list[tuple[cst.CSTNode, dict[str, Binding]]] = []
 
     def enter(self, node: cst.CSTNode) -> None:
         if isinstance(node, cst.Module):
@@ -117,12 +126,27 @@ class ImportTable:
         if self._scopes and self._scopes[-1][0] is node:
             self._scopes.pop()
 
-    def lookup(self, local: str) -> Optional[str]:
+    def binding(self, local: str) -> Optional[Binding]:
         for _, table in reversed(self._scopes):
-            target = table.get(local)
-            if target is not None:
-                return target
+            found = table.get(local)
+            if found is not None:
+                return found
         return None
+
+    def lookup(self, local: str) -> Optional[str]:
+        found = self.binding(local)
+        return found.target if found else None
+
+    def local_for(self, qualified: str) -> Optional[tuple[str, str]]:
+        """A local name whose target is `qualified` or the longest prefix of it: (local, its target)."""
+        best: Optional[tuple[str, str]] = None
+        for _, table in reversed(self._scopes):
+            for local, b in table.items():
+                t = b.target
+                if (qualified == t or qualified.startswith(t + ".")) and (best is None or len(t) > len(best[1])):
+                    if self.binding(local) is b:  # not shadowed by an inner scope
+                        best = (local, t)
+        return best
 
     def resolve(self, node: cst.BaseExpression) -> Optional[str]:
         """The fully qualified name `node` refers to through imports, e.g. `tc.synchronize` -> `torch.cuda.synchronize`."""
@@ -138,7 +162,22 @@ class ImportTable:
     def imports_module(self, prefix: str) -> bool:
         """True when any scope currently open imports `prefix` or something under it."""
         return any(
-            t == prefix or t.startswith(prefix + ".")
+            b.target == prefix or b.target.startswith(prefix + ".")
             for _, table in self._scopes
-            for t in table.values()
+            for b in table.values()
         )
+
+
+def dotted_expr(dotted: str) -> cst.BaseExpression:
+    """`a.b.c` as a Name/Attribute chain."""
+    head, *rest = dotted.split(".")
+    node: cst.BaseExpression = cst.Name(head)
+    for part in rest:
+        node = cst.Attribute(value=node, attr=cst.Name(part))
+    return node
+
+
+def leftmost_name(node: cst.BaseExpression) -> Optional[cst.Name]:
+    while isinstance(node, cst.Attribute):
+        node = node.value
+    return node if isinstance(node, cst.Name) else None

@@ -1,0 +1,46 @@
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods._base import PythonRule
+
+
+class TensorCudaMethod(PythonRule):
+    """Rewrite `.cuda()` calls to `.npu()` and `.is_cuda` to `.is_npu`.
+
+    What it does:
+        `x.cuda(...)` becomes `x.npu(...)` with the same arguments, and `t.is_cuda` becomes `t.is_npu`,
+        on any object that is not an imported module (tensors, modules, storages).
+
+    Why:
+        torch_npu adds `Tensor.npu`, `Module.npu` and `Tensor.is_npu`; `.cuda()` fails without CUDA.
+
+    Example:
+        model = Net().cuda()            ->  model = Net().npu()
+        if batch.is_cuda: ...           ->  if batch.is_npu: ...
+
+    Fix safety:
+        safe for torch objects. A user class with its own `cuda()` method would need a matching `npu()`;
+        the change is visible in the diff.
+    """
+
+    ID = "tensor-cuda-method"
+    SAFETY = "safe"
+    TRIGGERS = ("cuda",)
+
+    def _is_module(self, node: cst.BaseExpression) -> bool:
+        return self.ctx.resolve(node) is not None
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call):
+        func = updated.func
+        if (isinstance(func, cst.Attribute) and func.attr.value == "cuda"
+                and not self._is_module(original.func.value)):
+            new = updated.with_changes(func=func.with_changes(attr=cst.Name("npu")))
+            return self.rewrite(original, updated, new, "`.cuda()` -> `.npu()`")
+        return updated
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
+        if original.attr.value == "is_cuda" and not self._is_module(original.value):
+            return self.rewrite(original, updated, updated.with_changes(attr=cst.Name("is_npu")),
+                                "`.is_cuda` -> `.is_npu`")
+        return updated

@@ -1,0 +1,253 @@
+from __future__ import annotations
+
+from typing import Optional, Union
+
+import libcst as cst
+
+from codemods._base import PythonRule
+from codemods._torch_cuda_table import CUDA_ROOT, canonical, is_cuda_name, table_for
+from transpiler.analysis.imports import dotted_expr, dotted_name, leftmost_name
+
+
+class TorchCudaApi(PythonRule):
+    """Rewrite `torch.cuda.X` to `torch.npu.X` wherever torch_npu has X.
+
+    What it does:
+        Follows names through imports and aliases (`import torch as T`, `import torch.cuda as tc`,
+        `from torch import cuda`, `from torch.cuda import synchronize`, function-local imports) and
+        rewrites each use to the torch_npu spelling from the mapping table: same name under `torch.npu`,
+        or a known analogue (`CUDAGraph` -> `NPUGraph`, `nvtx.range_push` -> `mstx.range_push`).
+        Import statements are rewritten at the import (`import torch.cuda as tc` ->
+        `import torch.npu as tc`; `from torch import cuda` -> `from torch import npu` with uses renamed);
+        alias uses that need no change stay.
+
+    Why:
+        On Ascend, `torch.cuda` is CUDA's module and fails at run time; `torch.npu` is torch_npu's.
+
+    Example:
+        torch.cuda.synchronize()          ->  torch.npu.synchronize()
+        g = torch.cuda.CUDAGraph()        ->  g = torch.npu.NPUGraph()
+        torch.cuda.nvtx.range_push("x")   ->  torch.npu.mstx.range_push("x")
+
+    Names without an NPU equivalent (`nvtx.range`, `jiterator`, `get_arch_list`, ...) are left as
+    they are and reported; a name missing from the table is reported, never guessed.
+
+    Fix safety:
+        safe: every emitted name exists in torch-npu 2.14 (a test checks the table against the API
+        snapshot) and takes the same arguments.
+    """
+
+    ID = "torch-cuda-api"
+    SAFETY = "safe"
+    TRIGGERS = ("cuda",)
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.table = table_for(ctx.target)
+        self._inner: set[int] = set()  # Attribute/Name nodes inside a chain already planned
+        self._plans: dict[int, str] = {}  # id(original node) -> new dotted expression
+        self._import_lines: dict[int, list[cst.SimpleStatementLine]] = {}
+
+    # -- uses -------------------------------------------------------------------------------
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._inner.add(id(node.attr))
+        if id(node) in self._inner:
+            self._mark_chain(node.value)
+            return
+        qualified = self.ctx.resolve(node)
+        if qualified is None or not is_cuda_name(qualified):
+            return
+        self._mark_chain(node.value)
+        self._plan(node, qualified)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) in self._inner:
+            return
+        binding = self.ctx.imports.binding(node.value)
+        # Bare uses need a change only when the import renames the local (`from torch import cuda`).
+        if binding and binding.kind == "from" and binding.target == CUDA_ROOT and not binding.aliased:
+            self._plan(node, CUDA_ROOT)
+
+    def _skip_names(self, *names: Optional[cst.CSTNode]) -> None:
+        for n in names:
+            if n is not None:
+                self._inner.add(id(n))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        self._skip_names(node.keyword)
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self._skip_names(node.name)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._skip_names(node.name)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._skip_names(node.name)
+
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        self._mark_chain(node.name)
+        if node.asname is not None:
+            self._skip_names(node.asname.name)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.module is not None:
+            self._mark_chain(node.module)
+
+    def _mark_chain(self, node: cst.CSTNode) -> None:
+        while isinstance(node, cst.Attribute):
+            self._inner.add(id(node))
+            self._inner.add(id(node.attr))
+            node = node.value
+        if isinstance(node, cst.Name):
+            self._inner.add(id(node))
+
+    def _plan(self, node: Union[cst.Attribute, cst.Name], qualified: str) -> None:
+        row, rest = self.table.lookup(qualified)
+        if row is None:
+            self.report(node, f"`{qualified}` is not in the torch.cuda -> torch.npu table; left unchanged",
+                        hint="check torch_npu's API for an equivalent")
+            return
+        if row.status == "unsupported" or not row.npu:
+            self.report(node, f"`{row.cuda}` has no torch_npu equivalent; left unchanged", hint=row.hint)
+            return
+        new_q = row.npu + rest
+        base = leftmost_name(node)
+        assert base is not None
+        new_local, new_target = self.table.rebind(base.value, self.ctx.imports.binding(base.value))
+        dotted = self._spell(new_q, new_local, new_target)
+        if dotted is None:
+            self.report(node, f"`{qualified}` maps to `{new_q}`, which this file cannot name; left unchanged",
+                        hint=f"import torch and use {new_q}")
+        elif dotted != dotted_name(node):
+            self._plans[id(node)] = dotted
+
+    def _spell(self, new_q: str, local: str, target: Optional[str]) -> Optional[str]:
+        """Write the NPU name with the base the file already has, or another import-bound name."""
+        if target is not None:
+            t = canonical(target)
+            if new_q == t or new_q.startswith(t + "."):
+                return local + new_q[len(t):]
+        found = self.ctx.imports.local_for(new_q)
+        if found is not None:
+            other, other_target = found
+            binding = self.ctx.imports.binding(other)
+            if self.table.rebind(other, binding) == (other, other_target):
+                return other + new_q[len(other_target):]
+        return None
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
+        return self._apply(original, updated)
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name):
+        return self._apply(original, updated)
+
+    def _apply(self, original, updated):
+        dotted = self._plans.get(id(original))
+        if dotted is None:
+            return updated
+        return self.rewrite(original, updated, dotted_expr(dotted),
+                            f"`{dotted_name(original)}` -> `{dotted}`")
+
+    # -- imports ----------------------------------------------------------------------------
+    def leave_Import(self, original: cst.Import, updated: cst.Import):
+        names = list(updated.names)
+        changed = False
+        for i, alias in enumerate(names):
+            full = dotted_name(alias.name)
+            if full is None or not is_cuda_name(full) or alias.asname is None:
+                continue  # `import torch.cuda` binds `torch`: its uses are rewritten instead
+            new = self.table.translate(full)
+            path = self.table.import_path(new) if new else None
+            if path is None:
+                self.report(original, f"`import {full}` has no torch_npu module to import instead",
+                            hint=self.table.lookup(full)[0].hint if self.table.lookup(full)[0] else "")
+                continue
+            names[i] = alias.with_changes(name=dotted_expr(path))
+            changed = True
+        if not changed:
+            return updated
+        return self.rewrite(original, updated, updated.with_changes(names=names),
+                            "import of a torch.cuda module -> its torch_npu module")
+
+    def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom):
+        module = dotted_name(updated.module) if updated.module is not None else None
+        if module is None or updated.relative:
+            return updated
+        if isinstance(updated.names, cst.ImportStar):
+            if is_cuda_name(module):
+                self.report(original, f"`from {module} import *` cannot be ported name by name",
+                            hint="import the names you use from torch.npu")
+            return updated
+        if module == "torch":
+            return self._rename_cuda_from_torch(original, updated)
+        if not is_cuda_name(module):
+            return updated
+        groups = self._regroup(original, module, updated.names)
+        if groups is None:
+            return updated
+        if len(groups) == 1:
+            (new_module, aliases), = groups.items()
+            new = updated.with_changes(module=dotted_expr(new_module), names=aliases)
+            return self.rewrite(original, updated, new, f"`from {module} import` -> `from {new_module} import`")
+        # Several target modules (or names left on torch.cuda): split the line; done at statement level.
+        self._import_lines[id(original)] = [
+            cst.SimpleStatementLine(body=[cst.ImportFrom(module=dotted_expr(m), names=_tidy(a))])
+            for m, a in groups.items()
+        ]
+        return updated
+
+    def _rename_cuda_from_torch(self, original: cst.ImportFrom, updated: cst.ImportFrom):
+        names = list(updated.names)
+        for i, alias in enumerate(names):
+            if dotted_name(alias.name) == "cuda":
+                names[i] = alias.with_changes(name=cst.Name("npu"))
+                return self.rewrite(original, updated, updated.with_changes(names=names),
+                                    "`from torch import cuda` -> `from torch import npu`")
+        return updated
+
+    def _regroup(self, original, module: str, aliases) -> Optional[dict[str, list[cst.ImportAlias]]]:
+        """Target module -> aliases for each imported name; None when nothing can move."""
+        groups: dict[str, list[cst.ImportAlias]] = {}
+        moved = False
+        for alias in aliases:
+            name = dotted_name(alias.name)
+            new = self.table.translate(f"{module}.{name}")
+            parent, _, new_name = new.rpartition(".") if new else ("", "", "")
+            path = self.table.import_path(parent) if new else None
+            if path is None:
+                row = self.table.lookup(f"{module}.{name}")[0]
+                hint = row.hint if row and row.hint else ""
+                if new:
+                    hint = f"use {new} through `import torch`"
+                self.report(original, f"`{module}.{name}` cannot be imported from torch_npu; left unchanged",
+                            hint=hint)
+                groups.setdefault(module, []).append(alias)
+                continue
+            moved = True
+            if new_name != name and alias.asname is None:
+                alias = alias.with_changes(name=cst.Name(new_name),
+                                           asname=cst.AsName(name=cst.Name(name)))
+            elif new_name != name:
+                alias = alias.with_changes(name=cst.Name(new_name))
+            groups.setdefault(path, []).append(alias)
+        return groups if moved else None
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+        if len(original.body) != 1 or id(original.body[0]) not in self._import_lines:
+            return updated
+        lines = self._import_lines[id(original.body[0])]
+        lines[0] = lines[0].with_changes(leading_lines=updated.leading_lines)
+        lines[-1] = lines[-1].with_changes(trailing_whitespace=updated.trailing_whitespace)
+        new = cst.FlattenSentinel(lines)
+        if self.ctx.is_silenced(original, self.ID):
+            return updated
+        self.ctx.note(original, self.ID, "split a torch.cuda import between torch_npu and names left on CUDA",
+                      kind="change")
+        return new
+
+
+def _tidy(aliases: list[cst.ImportAlias]) -> list[cst.ImportAlias]:
+    """Fresh commas: the aliases came from a longer list."""
+    out = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in aliases]
+    return out
