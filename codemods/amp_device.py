@@ -1,0 +1,35 @@
+from __future__ import annotations
+
+from typing import Optional
+
+from codemods._string_positions import StringPositionRule
+from codemods.device_string import npu_device_text
+
+
+class AmpDevice(StringPositionRule):
+    """Rewrite the AMP device type `"cuda"` to `"npu"` in autocast and GradScaler.
+
+    What it does:
+        `torch.autocast("cuda")`, `torch.amp.autocast(device_type="cuda")`, `torch.amp.GradScaler("cuda")`,
+        `torch.is_autocast_enabled("cuda")`, `torch.get/set_autocast_dtype("cuda", ...)` and any
+        `device_type=` keyword or setting get `"npu"`.
+
+    Why:
+        torch's device-generic AMP takes the device type as a string; on Ascend it is "npu". (The
+        `torch.cuda.amp.*` spellings are handled by torch-cuda-api.)
+
+    Example:
+        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
+        ->  with torch.autocast(device_type="npu", dtype=torch.bfloat16):
+
+    Fix safety:
+        safe: torch_npu registers "npu" as an autocast device type.
+    """
+
+    ID = "amp-device"
+    SAFETY = "safe"
+    TRIGGERS = ("cuda",)
+    POSITION = "device_type"
+
+    def new_text(self, text: str) -> Optional[str]:
+        return npu_device_text(text)

@@ -1,0 +1,48 @@
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+from codemods._string_positions import StringPositionRule
+
+_CUDA_DEVICE = re.compile(r"^cuda(?=$|:)")
+
+
+def npu_device_text(text: str) -> Optional[str]:
+    """`cuda`, `cuda:1`, `cuda:{i}` (leading part) -> `npu...`; anything else stays."""
+    return _CUDA_DEVICE.sub("npu", text, count=1) if _CUDA_DEVICE.match(text) else None
+
+
+class DeviceString(StringPositionRule):
+    """Rewrite `"cuda"`/`"cuda:N"`/`f"cuda:{i}"` to npu where the string is a device.
+
+    What it does:
+        Changes device strings only where the value flows into a device position: `device=`,
+        `map_location=` (also dict maps), `device_ids=`, `.to(...)`, `torch.device(...)`,
+        `torch.set_default_device`, the device argument of `torch.cuda.*`/`torch.npu.*` calls, assignments,
+        dataclass fields, parameter defaults and argparse defaults/choices of settings named for a device
+        (`device`, `*_device`, `*_devices`, `device_name`), dict entries keyed by such a name, and
+        comparisons with `x.device.type`, `device` or `str(x.device)`. Conditional values
+        (`"cuda" if ok else "cpu"`), `"cuda:" + str(i)` and `"cuda:{}".format(i)` are followed.
+
+    Why:
+        The same text in a log message, docstring, comment, path (`runs/cuda_exp/ckpt.pt`), URL or user
+        identifier (`use_cuda`, `Backend.CUDA`) is not a device and must not change. Variables holding a
+        device stay as they are.
+
+    Example:
+        x = x.to("cuda:0")                          ->  x = x.to("npu:0")
+        dev = torch.device(f"cuda:{rank}")          ->  dev = torch.device(f"npu:{rank}")
+        print("running on cuda")                    ->  (unchanged)
+
+    Fix safety:
+        safe: only literal device strings in device positions change, to the same device on the NPU.
+    """
+
+    ID = "device-string"
+    SAFETY = "safe"
+    TRIGGERS = ("cuda",)
+    POSITION = "device"
+
+    def new_text(self, text: str) -> Optional[str]:
+        return npu_device_text(text)

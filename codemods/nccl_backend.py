@@ -1,0 +1,64 @@
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+from codemods._string_positions import StringPositionRule
+from transpiler.analysis.imports import dotted_expr, dotted_name
+
+_PART = re.compile(r"^(?:(?P<dev>cuda):)?(?P<be>nccl|NCCL)$")
+
+
+def hccl_backend_text(text: str) -> Optional[str]:
+    """`nccl` -> `hccl`, and in device:backend lists `cuda:nccl` -> `npu:hccl`; other parts stay."""
+    parts = text.split(",")
+    out = []
+    for part in parts:
+        m = _PART.match(part.strip())
+        if m:
+            be = "hccl" if m.group("be") == "nccl" else "HCCL"
+            part = part.replace(m.group(0), f"npu:{be}" if m.group("dev") else be)
+        out.append(part)
+    new = ",".join(out)
+    return new if new != text else None
+
+
+class NcclBackend(StringPositionRule):
+    """Rewrite the distributed backend `nccl` to `hccl`.
+
+    What it does:
+        In backend positions only: `init_process_group("nccl")`/`backend="nccl"`, `new_group(backend=...)`,
+        `Backend("nccl")`, backend settings (assignments, parameter defaults, argparse defaults and
+        choices, dict entries named `backend`/`*_backend`/`dist_backend`), and comparisons with such a
+        setting or `dist.get_backend()`. Device:backend lists change in both parts:
+        `"cpu:gloo,cuda:nccl"` -> `"cpu:gloo,npu:hccl"`. `torch.distributed.Backend.NCCL` becomes
+        `Backend.HCCL` (torch_npu registers the hccl backend, which adds that attribute).
+
+    Why:
+        NCCL does not exist on Ascend; HCCL is its collective library. Unlike a runtime patch of
+        `init_process_group`, a later `if backend == "nccl":` is rewritten too.
+
+    Example:
+        dist.init_process_group(backend="nccl")  ->  dist.init_process_group(backend="hccl")
+        if args.backend == "nccl":               ->  if args.backend == "hccl":
+        logger.info("using nccl")                ->  (unchanged)
+
+    Fix safety:
+        safe: only backend strings in backend positions change.
+    """
+
+    ID = "nccl-backend"
+    SAFETY = "safe"
+    TRIGGERS = ("nccl", "NCCL")
+    POSITION = "backend"
+
+    def new_text(self, text: str) -> Optional[str]:
+        return hccl_backend_text(text)
+
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
+        if original.attr.value == "NCCL" and self.ctx.resolve(original) == "torch.distributed.Backend.NCCL":
+            return self.rewrite(original, updated, updated.with_changes(attr=cst.Name("HCCL")),
+                                "`Backend.NCCL` -> `Backend.HCCL`")
+        return updated

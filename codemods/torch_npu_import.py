@@ -1,0 +1,211 @@
+from __future__ import annotations
+
+import re
+from typing import Callable, Optional, Sequence
+
+import libcst as cst
+
+from codemods._base import PythonRule
+from transpiler.analysis.imports import dotted_name
+
+# Signs that a file already uses the NPU without importing torch_npu (e.g. ported by hand).
+_USES_NPU = re.compile(r"torch\.npu|from torch import npu|\.npu\(|\.is_npu\b|[\"']npu[\"':]|[\"']hccl[\"']")
+
+
+def _imported_modules(line: cst.CSTNode) -> list[tuple[str, bool]]:
+    """(module, is plain `import torch[ as T]`) for each import in a statement line."""
+    out: list[tuple[str, bool]] = []
+    if not isinstance(line, cst.SimpleStatementLine):
+        return out
+    for small in line.body:
+        if isinstance(small, cst.Import):
+            for alias in small.names:
+                name = dotted_name(alias.name) or ""
+                out.append((name, name == "torch"))
+        elif isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
+            module = dotted_name(small.module) or ""
+            if module == "torch" and not isinstance(small.names, cst.ImportStar) and any(
+                    dotted_name(a.name) == "npu" for a in small.names):
+                module = "torch.npu"
+            out.append((module, False))
+    return out
+
+
+def _is_torch(module: str) -> bool:
+    return module == "torch" or module.startswith("torch.")
+
+
+def _needs_torch_npu_first(module: str) -> bool:
+    return module == "torch.npu" or module.startswith("torch.npu.")
+
+
+def _is_torch_npu(module: str) -> bool:
+    return module == "torch_npu" or module.startswith("torch_npu.")
+
+
+def _blocks(stmt: cst.CSTNode):
+    """The statement lists directly inside a compound statement (not defs or classes), with rebuilders."""
+    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or not isinstance(stmt, cst.BaseCompoundStatement):
+        return
+    for attr in ("body", "orelse", "finalbody"):
+        part = getattr(stmt, attr, None)
+        if isinstance(part, cst.IndentedBlock):
+            yield attr, part
+        elif isinstance(part, (cst.Else, cst.Finally)) and isinstance(part.body, cst.IndentedBlock):
+            yield attr, part
+    for i, handler in enumerate(getattr(stmt, "handlers", ()) or ()):
+        yield ("handlers", i), handler
+
+
+def _insert(stmts: Sequence[cst.CSTNode], anchor: cst.CSTNode, new: cst.SimpleStatementLine,
+            before: bool) -> tuple[list[cst.CSTNode], bool]:
+    out = list(stmts)
+    for i, stmt in enumerate(out):
+        if stmt is anchor:
+            if before:
+                new = new.with_changes(leading_lines=stmt.leading_lines)
+                out[i] = stmt.with_changes(leading_lines=())
+                out.insert(i, new)
+            else:
+                out.insert(i + 1, new)
+            return out, True
+        for key, part in _blocks(stmt):
+            block = part if isinstance(part, cst.IndentedBlock) else part.body
+            body, done = _insert(block.body, anchor, new, before)
+            if done:
+                new_block = block.with_changes(body=body)
+                new_part = new_block if isinstance(part, cst.IndentedBlock) else part.with_changes(body=new_block)
+                if isinstance(key, tuple):
+                    handlers = list(stmt.handlers)
+                    handlers[key[1]] = new_part
+                    out[i] = stmt.with_changes(handlers=handlers)
+                else:
+                    out[i] = stmt.with_changes(**{key: new_part})
+                return out, True
+    return out, False
+
+
+class _Scope:
+    """Where `import torch_npu` goes in one scope's statements, or why not."""
+
+    def __init__(self, stmts: Sequence[cst.CSTNode]):
+        lines = [(line, _imported_modules(line)) for line in _flatten(stmts)]
+        lines = [(line, mods) for line, mods in lines if mods]
+        self.has_torch = any(_is_torch(m) for _, mods in lines for m, _ in mods)
+        self.anchor: Optional[cst.CSTNode] = None
+        self.before = False
+        self.has_torch_npu = any(_is_torch_npu(m) for _, mods in lines for m, _ in mods)
+        for line, mods in lines:
+            names = [m for m, _ in mods]
+            if any(_needs_torch_npu_first(m) for m in names):
+                # `import torch.npu as tc` needs torch_npu loaded before it.
+                self.anchor, self.before = line, True
+                return
+            if any(plain for _, plain in mods):
+                self.anchor = line
+                return
+            if self.anchor is None and any(_is_torch(m) for m in names):
+                self.anchor = line  # `from torch import nn`: after it, unless a plain import follows
+
+    @property
+    def wants_import(self) -> bool:
+        return self.has_torch and not self.has_torch_npu and self.anchor is not None
+
+
+def _flatten(stmts: Sequence[cst.CSTNode]):
+    for stmt in stmts:
+        yield stmt
+        for _, part in _blocks(stmt):
+            yield from _flatten(part.body if isinstance(part, cst.IndentedBlock) else part.body.body)
+
+
+def _import_line(like: cst.CSTNode) -> cst.SimpleStatementLine:
+    return cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("torch_npu"))])])
+
+
+class TorchNpuImport(PythonRule):
+    """Add `import torch_npu` right after the first `import torch` of each scope that uses torch.
+
+    What it does:
+        In a file that npu-port changed (or that already uses the NPU), adds `import torch_npu` after the
+        first `import torch` / `import torch as T` of the module; where torch is only imported inside
+        functions, after each function-local `import torch`. It goes before an `import torch.npu as x` or
+        `from torch import npu` that would otherwise run first. Never twice; never in files that do not
+        import torch.
+
+    Why:
+        torch_npu registers the `npu` device, `torch.npu` and the HCCL backend. torch-npu 2.14 also loads
+        itself on `import torch` through an entry point, but the explicit import is the Ascend convention
+        and works with older releases and with autoloading turned off.
+
+    Example:
+        import torch            ->  import torch
+                                    import torch_npu
+
+    Fix safety:
+        safe: importing torch_npu has no effect beyond registering the NPU backend.
+    """
+
+    ID = "torch-npu-import"
+    SAFETY = "safe"
+    TRIGGERS = ("cuda", "nccl", "NCCL", "npu")
+
+    def finalize(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        if not (self.ctx.changed or _USES_NPU.search(self.ctx.text)):
+            return updated
+        module_scope = _Scope(updated.body)
+        if module_scope.has_torch_npu:
+            return updated
+        if module_scope.wants_import:
+            body, _ = _insert(updated.body, module_scope.anchor, _import_line(module_scope.anchor), module_scope.before)
+            self._note(_Scope(original.body).anchor or original)
+            return updated.with_changes(body=body)
+        if module_scope.has_torch:
+            return updated
+        return self._into_functions(original, updated)
+
+    def _into_functions(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        originals = iter(_functions_with_torch(original))
+
+        class AddToFunctions(cst.CSTTransformer):
+            def __init__(self, rule):
+                super().__init__()
+                self.rule = rule
+
+            def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+                # A function importing torch gets the import; functions nested in it share it.
+                return not (isinstance(node.body, cst.IndentedBlock) and _Scope(node.body.body).has_torch)
+
+            def leave_FunctionDef(self, orig: cst.FunctionDef, node: cst.FunctionDef):
+                if not isinstance(node.body, cst.IndentedBlock):
+                    return node
+                scope = _Scope(node.body.body)
+                if not scope.has_torch:
+                    return node
+                orig_fn = next(originals, None)
+                if not scope.wants_import:
+                    return node
+                body, _ = _insert(node.body.body, scope.anchor, _import_line(scope.anchor), scope.before)
+                if orig_fn is not None:
+                    self.rule._note(_Scope(orig_fn.body.body).anchor or orig_fn)
+                return node.with_changes(body=node.body.with_changes(body=body))
+
+        return updated.visit(AddToFunctions(self))
+
+    def _note(self, anchor: cst.CSTNode) -> None:
+        if not self.ctx.is_silenced(anchor, self.ID):
+            self.ctx.note(anchor, self.ID, "added `import torch_npu`", kind="change")
+
+
+def _functions_with_torch(module: cst.Module) -> list[cst.FunctionDef]:
+    found: list[cst.FunctionDef] = []
+
+    class Collect(cst.CSTVisitor):
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            if isinstance(node.body, cst.IndentedBlock) and _Scope(node.body.body).has_torch:
+                found.append(node)
+                return False
+            return True
+
+    module.visit(Collect())
+    return found

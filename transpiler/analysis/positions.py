@@ -1,0 +1,171 @@
+"""Which string literals sit in a device, AMP device-type or backend position.
+
+A `PositionPolicy` (from codemods/data/<target>/positions.yaml) names the settings, callees and methods
+of one kind of position; `PositionFinder` walks the expression that flows into such a position and
+yields the strings whose value is that setting. Everything else (log messages, docstrings, paths,
+comments, user identifiers) is never yielded, so no rule can touch it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Callable, Iterator, Optional
+
+import libcst as cst
+
+from transpiler.analysis.imports import dotted_name
+
+StringNode = (cst.SimpleString, cst.FormattedString)
+
+
+@dataclass(frozen=True)
+class PositionPolicy:
+    settings: tuple[str, ...]
+    positional: dict[str, tuple[int, ...]]
+    methods: dict[str, tuple[int, ...]]
+    compared_with: tuple[str, ...]
+
+    @classmethod
+    def from_data(cls, data: dict) -> "PositionPolicy":
+        return cls(
+            settings=tuple(data.get("settings", ())),
+            positional={k: tuple(v) for k, v in (data.get("positional") or {}).items()},
+            methods={k: tuple(v) for k, v in (data.get("methods") or {}).items()},
+            compared_with=tuple(data.get("compared_with", ())),
+        )
+
+    def names_setting(self, name: Optional[str]) -> bool:
+        if not name:
+            return False
+        name = name.lstrip("-").replace("-", "_").lower()
+        return any(name == s or (s.startswith("_") and name.endswith(s)) for s in self.settings)
+
+    def positional_indexes(self, callee: Optional[str]) -> tuple[int, ...]:
+        if callee is None:
+            return ()
+        if callee in self.positional:
+            return self.positional[callee]
+        parent = callee.rsplit(".", 1)[0]
+        return self.positional.get(parent + ".*", ())
+
+
+def string_leaves(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
+    """The string literals whose text becomes the value of `expr` (or its leading part)."""
+    if isinstance(expr, StringNode):
+        yield expr
+    elif isinstance(expr, cst.ConcatenatedString):
+        yield from string_leaves(expr.left)
+    elif isinstance(expr, cst.IfExp):
+        yield from string_leaves(expr.body)
+        yield from string_leaves(expr.orelse)
+    elif isinstance(expr, cst.BooleanOperation):
+        yield from string_leaves(expr.left)
+        yield from string_leaves(expr.right)
+    elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Add, cst.Modulo)):
+        yield from string_leaves(expr.left)
+    elif isinstance(expr, (cst.Tuple, cst.List, cst.Set)):
+        for el in expr.elements:
+            if isinstance(el, cst.Element):
+                yield from string_leaves(el.value)
+    elif isinstance(expr, cst.Dict):
+        for el in expr.elements:
+            if isinstance(el, cst.DictElement):
+                yield from string_leaves(el.key)
+                yield from string_leaves(el.value)
+    elif isinstance(expr, cst.Call):
+        func = expr.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "format":
+            yield from string_leaves(func.value)  # "cuda:{}".format(i)
+        elif dotted_name(func) in ("field", "dataclasses.field"):
+            for arg in expr.args:
+                if arg.keyword is not None and arg.keyword.value == "default":
+                    yield from string_leaves(arg.value)
+
+
+def _argparse_dest(call: cst.Call) -> Optional[str]:
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == "dest" and isinstance(arg.value, cst.SimpleString):
+            return arg.value.evaluated_value if isinstance(arg.value.evaluated_value, str) else None
+    longest = None
+    for arg in call.args:
+        if arg.keyword is None and isinstance(arg.value, cst.SimpleString):
+            text = arg.value.evaluated_value
+            if isinstance(text, str) and (longest is None or text.startswith("--")):
+                longest = text
+    return longest
+
+
+class PositionFinder:
+    """Yields, node by node, the strings a policy's positions receive. `resolve` is the import table's."""
+
+    def __init__(self, policy: PositionPolicy, resolve: Callable[[cst.BaseExpression], Optional[str]]):
+        self.policy = policy
+        self.resolve = resolve
+
+    def _setting_name(self, target: cst.BaseExpression) -> Optional[str]:
+        if isinstance(target, cst.Name):
+            return target.value
+        if isinstance(target, cst.Attribute):
+            return target.attr.value
+        if isinstance(target, cst.Subscript) and len(target.slice) == 1:
+            index = target.slice[0].slice
+            if isinstance(index, cst.Index) and isinstance(index.value, cst.SimpleString):
+                value = index.value.evaluated_value
+                return value if isinstance(value, str) else None
+        return None
+
+    def in_call(self, call: cst.Call) -> Iterator[cst.BaseExpression]:
+        p = self.policy
+        positional = [a for a in call.args if a.keyword is None and not a.star]
+        indexes: tuple[int, ...] = ()
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in p.methods and self.resolve(func) is None:
+            indexes = p.methods[func.attr.value]
+        else:
+            indexes = p.positional_indexes(self.resolve(func))
+        for i in indexes:
+            if i < len(positional):
+                yield from string_leaves(positional[i].value)
+        for arg in call.args:
+            if arg.keyword is not None and p.names_setting(arg.keyword.value):
+                yield from string_leaves(arg.value)
+        if isinstance(func, cst.Attribute) and func.attr.value == "add_argument" \
+                and p.names_setting(_argparse_dest(call)):
+            for arg in call.args:
+                if arg.keyword is not None and arg.keyword.value in ("default", "choices", "const"):
+                    yield from string_leaves(arg.value)
+
+    def in_assign(self, targets: list[cst.BaseExpression], value: Optional[cst.BaseExpression]):
+        if value is not None and any(self.policy.names_setting(self._setting_name(t)) for t in targets):
+            yield from string_leaves(value)
+
+    def in_param(self, param: cst.Param):
+        if param.default is not None and self.policy.names_setting(param.name.value):
+            yield from string_leaves(param.default)
+
+    def in_dict(self, node: cst.Dict):
+        for el in node.elements:
+            if isinstance(el, cst.DictElement) and isinstance(el.key, cst.SimpleString):
+                key = el.key.evaluated_value
+                if isinstance(key, str) and self.policy.names_setting(key):
+                    yield from string_leaves(el.value)
+
+    def _compared(self, expr: cst.BaseExpression) -> bool:
+        """`x.device.type`, `device`, `str(x.device)`, `args.device`, `dist.get_backend()`."""
+        names = self.policy.compared_with
+        if isinstance(expr, cst.Call):
+            func = expr.func
+            if dotted_name(func) == "str" and expr.args:
+                return self._compared(expr.args[0].value)
+            name = func.attr.value if isinstance(func, cst.Attribute) else dotted_name(func)
+            return bool(name) and name.rsplit(".", 1)[-1] in names
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "type":
+            return self._compared(expr.value)
+        name = self._setting_name(expr)
+        return bool(name) and (name in names or self.policy.names_setting(name))
+
+    def in_comparison(self, node: cst.Comparison):
+        operands = [node.left] + [c.comparator for c in node.comparisons]
+        if any(self._compared(o) for o in operands):
+            for o in operands:
+                yield from string_leaves(o)
