@@ -21,7 +21,8 @@ def stderr_console(quiet: bool = False) -> Console:
 def unified_diff(path: str, before: bytes, after: bytes) -> str:
     a = before.decode("utf-8", errors="replace").splitlines(keepends=True)
     b = after.decode("utf-8", errors="replace").splitlines(keepends=True)
-    lines = difflib.unified_diff(a, b, fromfile=f"a/{path}", tofile=f"b/{path}")
+    name = path.lstrip("/")
+    lines = difflib.unified_diff(a, b, fromfile=f"a/{name}", tofile=f"b/{name}")
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
