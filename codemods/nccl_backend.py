@@ -8,6 +8,8 @@ import libcst as cst
 from codemods._string_positions import StringPositionRule
 from transpiler.analysis.imports import dotted_expr, dotted_name
 
+_IS_NCCL = "torch.distributed.is_nccl_available"
+_IS_HCCL = "torch_npu.distributed.is_hccl_available"  # torch_npu/distributed/__init__.py (torch-npu 2.14)
 _PART = re.compile(r"^(?:(?P<dev>cuda):)?(?P<be>nccl|NCCL)$")
 
 
@@ -34,7 +36,8 @@ class NcclBackend(StringPositionRule):
         choices, dict entries named `backend`/`*_backend`/`dist_backend`), and comparisons with such a
         setting or `dist.get_backend()`. Device:backend lists change in both parts:
         `"cpu:gloo,cuda:nccl"` -> `"cpu:gloo,npu:hccl"`. `torch.distributed.Backend.NCCL` becomes
-        `Backend.HCCL` (torch_npu registers the hccl backend, which adds that attribute).
+        `Backend.HCCL` (torch_npu registers the hccl backend, which adds that attribute), and
+        `torch.distributed.is_nccl_available` becomes `torch_npu.distributed.is_hccl_available`.
 
     Why:
         NCCL does not exist on Ascend; HCCL is its collective library. Unlike a runtime patch of
@@ -58,7 +61,22 @@ class NcclBackend(StringPositionRule):
         return hccl_backend_text(text)
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
-        if original.attr.value == "NCCL" and self.ctx.resolve(original) == "torch.distributed.Backend.NCCL":
+        name = original.attr.value
+        if name == "NCCL" and self.ctx.resolve(original) == "torch.distributed.Backend.NCCL":
             return self.rewrite(original, updated, updated.with_changes(attr=cst.Name("HCCL")),
                                 "`Backend.NCCL` -> `Backend.HCCL`")
+        if name == "is_nccl_available" and self.ctx.resolve(original) == _IS_NCCL:
+            return self.rewrite(original, updated, dotted_expr(_IS_HCCL),
+                                f"`{dotted_name(original)}` -> `{_IS_HCCL}`")
         return updated
+
+    def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom):
+        if updated.relative or isinstance(updated.names, cst.ImportStar) or updated.module is None \
+                or dotted_name(updated.module) != "torch.distributed" or len(updated.names) != 1 \
+                or dotted_name(updated.names[0].name) != "is_nccl_available":
+            return updated
+        alias = updated.names[0]
+        asname = alias.asname or cst.AsName(name=cst.Name("is_nccl_available"))
+        new = updated.with_changes(module=dotted_expr("torch_npu.distributed"),
+                                   names=[alias.with_changes(name=cst.Name("is_hccl_available"), asname=asname)])
+        return self.rewrite(original, updated, new, "`is_nccl_available` -> torch_npu's `is_hccl_available`")
