@@ -50,8 +50,9 @@ class PositionPolicy:
 
 
 def string_leaves(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """The string literals whose text becomes the value of `expr` (or its leading part)."""
-    if isinstance(expr, StringNode):
+    """The string literals whose text becomes the value of `expr` (or its leading part), and the plain
+    variables (Name nodes) whose value does: a rule may follow those to their assignment."""
+    if isinstance(expr, (cst.SimpleString, cst.FormattedString, cst.Name)):
         yield expr
     elif isinstance(expr, cst.ConcatenatedString):
         yield from string_leaves(expr.left)
