@@ -108,7 +108,7 @@ class _Writer:
     def __call__(self, src: SourceFile, result: Converted, original: Optional[bytes]) -> None:
         if self.to_stdout:
             data = result.output if result.output is not None else original
-            if data is not None:
+            if data is not None and result.outcome.status != "failed":
                 sys.stdout.buffer.write(data)
                 sys.stdout.flush()
         elif self.show_diff:
