@@ -1,0 +1,65 @@
+"""shell-device-args: `--device cuda` / `--dist-backend nccl` passed to the user's own Python scripts."""
+
+from __future__ import annotations
+
+import re
+
+from transpiler.mapping import load_table
+from transpiler.shell import ShellRule, Script, option_values, python_launch, token_span
+
+_CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
+
+
+class ShellDeviceArgs(ShellRule):
+    """Rewrites device and backend arguments given to the user's own Python scripts.
+
+    What it does:
+        For `python x.py ...`, `python -m mypkg.train ...`, `torchrun [opts] x.py ...`,
+        `accelerate launch [opts] x.py ...` and `deepspeed [opts] x.py ...`, the script's arguments
+        `--device cuda`, `--device=cuda:0` (also `--device_type`) become `npu` / `npu:0`, and
+        `--dist-backend nccl`, `--backend=nccl` (and the `_` spellings, `--ddp-backend`) become `hccl`.
+        Modules of frameworks (`python -m vllm...`, `verl`, `sglang`, `ray`, ...) and `vllm serve` are
+        not the user's script: their flags keep their names and values (`--gpu-memory-utilization`
+        stays on vllm-ascend).
+
+    Why:
+        Those values flow into `torch.device(...)` and `init_process_group(backend=...)`, which on
+        Ascend take "npu" and "hccl"; the launcher's copy would override the converted Python
+        defaults.
+
+    Example:
+        torchrun --nproc_per_node=8 train.py --device cuda --dist-backend nccl
+        ->  torchrun --nproc_per_node=8 train.py --device npu --dist-backend hccl
+
+    Fix safety:
+        Review: the option names are conventions, checked only by their value (`cuda...` / `nccl`).
+    """
+
+    ID = "shell-device-args"
+    SAFETY = "review"
+    TRIGGERS = ("cuda", "nccl")
+
+    def check(self, script: Script) -> None:
+        table = load_table(self.ctx.target, "shell")
+        frameworks = tuple(table["framework_modules"])
+        for cmd in script.commands:
+            launch = python_launch(cmd)
+            if launch is None:
+                continue
+            if launch.is_module and (launch.target in frameworks or launch.target.startswith(
+                    tuple(m + "." for m in frameworks))):
+                continue
+            for opt, value_word, vstart, vend in option_values(launch.args, table["device_options"]):
+                value = value_word.value if value_word else (opt.value or "").partition("=")[2]
+                if value and _CUDA_DEVICE.fullmatch(value):
+                    self._swap(script, cmd, vstart, vend, "cuda", "npu", opt)
+            for opt, value_word, vstart, vend in option_values(launch.args, table["backend_options"]):
+                value = value_word.value if value_word else (opt.value or "").partition("=")[2]
+                if value == "nccl":
+                    self._swap(script, cmd, vstart, vend, "nccl", "hccl", opt)
+
+    def _swap(self, script, cmd, vstart, vend, old, new, opt) -> None:
+        span = token_span(script, vstart, vend, old)
+        if span:
+            name = (opt.value or opt.text).partition("=")[0]
+            self.change(*span, new, f"{name} {old} -> {new}", quote=cmd.quote, scope=(cmd.start, cmd.end))

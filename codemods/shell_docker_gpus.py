@@ -1,0 +1,48 @@
+"""shell-docker-gpus: `docker run --gpus ...` is reported with the Ascend device options."""
+
+from __future__ import annotations
+
+from transpiler.mapping import load_table
+from transpiler.shell import ShellRule, Script, option_values
+
+_ENGINES = ("docker", "podman", "nerdctl")
+
+
+class ShellDockerGpus(ShellRule):
+    """Reports `docker run --gpus` and `--runtime=nvidia`, with the devices an Ascend container needs.
+
+    What it does:
+        For `docker run` / `docker create` (and podman, nerdctl), each `--gpus all`, `--gpus=...` and
+        `--runtime nvidia` is reported with a hint listing the Ascend `--device /dev/davinci*` options.
+        Nothing is rewritten.
+
+    Why:
+        `--gpus` goes through the NVIDIA container toolkit; an Ascend container gets
+        `/dev/davinciN` per NPU plus `/dev/davinci_manager`, `/dev/devmm_svm`, `/dev/hisi_hdc` and
+        mounts of the driver and npu-smi (vllm-ascend quick start). Which NPUs to pass is a
+        deployment choice, so the rule does not guess.
+
+    Example:
+        docker run --gpus all -it image bash   ->  (reported, with the --device hint)
+
+    Fix safety:
+        Report only.
+    """
+
+    ID = "shell-docker-gpus"
+    SAFETY = "report-only"
+    TRIGGERS = ("--gpus", "nvidia")
+
+    def check(self, script: Script) -> None:
+        hint = load_table(self.ctx.target, "shell")["docker_devices_hint"]
+        for cmd in script.commands:
+            args = cmd.args()
+            if cmd.program() not in _ENGINES or not args or args[0].value not in ("run", "create"):
+                continue
+            for opt, _, vstart, vend in option_values(args, ["--gpus"]):
+                self.report(opt.start, f"docker {args[0].value} --gpus {script.text[vstart:vend]}: "
+                            "Ascend containers need --device options instead", hint=hint)
+            for opt, _, vstart, vend in option_values(args, ["--runtime"]):
+                if script.text[vstart:vend].strip("'\"") == "nvidia":
+                    self.report(opt.start, "--runtime nvidia: Ascend containers need --device options instead",
+                                hint=hint)

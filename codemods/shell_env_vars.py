@@ -1,0 +1,109 @@
+"""shell-env-vars: CUDA/NCCL environment variable names in shell launchers."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional
+
+from transpiler.mapping import load_table
+from transpiler.shell import ASSIGNMENT_RE, NAME_RE, Command, ShellRule, Script, Word
+
+
+@dataclass(frozen=True)
+class EnvVar:
+    """One row of codemods/data/<target>/env_vars.yaml (or the env_vars of shell.yaml)."""
+
+    cuda: str  # a name, or a prefix ending in `*`
+    npu: str
+    status: str  # rename | keep | unsupported
+    hint: str
+    values: tuple[str, ...]  # when set, the row applies only to these assigned values
+
+    def matches(self, name: str) -> bool:
+        return name.startswith(self.cuda[:-1]) if self.cuda.endswith("*") else name == self.cuda
+
+
+@lru_cache(maxsize=None)
+def env_table(target: str) -> tuple[EnvVar, ...]:
+    rows = list(load_table(target, "env_vars")["rows"]) + list(load_table(target, "shell").get("env_vars", []))
+    return tuple(EnvVar(r["cuda"], r.get("npu", ""), r["status"], r.get("hint") or r.get("note", ""),
+                        tuple(r.get("values", ()))) for r in rows)
+
+
+def env_lookup(target: str, name: str, value: Optional[str] = None) -> Optional[EnvVar]:
+    """The row for `name` (exact names win over prefixes); value-limited rows need a matching value."""
+    rows = [r for r in env_table(target) if r.matches(name) and (not r.values or value in r.values)]
+    rows.sort(key=lambda r: r.cuda.endswith("*"))
+    return rows[0] if rows else None
+
+
+def env_triggers(target: str = "ascend") -> tuple[str, ...]:
+    return tuple(sorted({r.cuda.rstrip("*") for r in env_table(target) if r.status != "keep"}))
+
+
+_DECLARERS = ("export", "declare", "typeset", "readonly", "local", "unset")
+
+
+def assignment_words(cmd: Command) -> list[Word]:
+    """The words of `cmd` that set (or unset) a variable: `A=1 cmd`, `env A=1 cmd`, `export A=1 B`."""
+    words = list(cmd.assignments) + cmd.argv()[1]
+    if cmd.program() in _DECLARERS:
+        words += [w for w in cmd.args() if ASSIGNMENT_RE.match(w.text) or NAME_RE.fullmatch(w.text)]
+    return words
+
+
+class ShellEnvVars(ShellRule):
+    """Renames CUDA/NCCL environment variables in shell launchers to the names Ascend reads.
+
+    What it does:
+        In assignments (`export A=...`, `A=... cmd`, `env A=... cmd`, `unset A`) and in references
+        (`$A`, `${A:-x}`, also inside double quotes, `$(...)`, `bash -c` strings and here-documents
+        whose shell expands them), renames `CUDA_VISIBLE_DEVICES` -> `ASCEND_RT_VISIBLE_DEVICES`,
+        `PYTORCH_CUDA_ALLOC_CONF` -> `PYTORCH_NPU_ALLOC_CONF`, `NCCL_SOCKET_IFNAME` ->
+        `HCCL_SOCKET_IFNAME`, from the target's env_vars table. Variables without an Ascend
+        counterpart (`NCCL_IB_*`, `NCCL_P2P_DISABLE`, `VLLM_ATTENTION_BACKEND=FLASH_ATTN`) are reported
+        where they are set and left in place.
+
+    Why:
+        torch_npu, HCCL and Ray read the Ascend names; a launcher that sets only the CUDA names
+        silently runs on every NPU or with default allocator and network settings.
+        `NCCL_DEBUG` stays (VERL and MindSpeed-RL still set it on NPU).
+
+    Example:
+        export CUDA_VISIBLE_DEVICES=0,1,2,3     ->  export ASCEND_RT_VISIBLE_DEVICES=0,1,2,3
+        echo "$CUDA_VISIBLE_DEVICES"            ->  echo "$ASCEND_RT_VISIBLE_DEVICES"
+
+    Fix safety:
+        Safe: a rename of names only; values, quoting and comments are kept.
+    """
+
+    ID = "shell-env-vars"
+    SAFETY = "safe"
+    TRIGGERS = env_triggers()
+
+    def check(self, script: Script) -> None:
+        target = self.ctx.target
+        for cmd in script.commands:
+            for word in assignment_words(cmd):
+                m = ASSIGNMENT_RE.match(word.text) or NAME_RE.match(word.text)
+                name = m.group(1) if m.groups() else m.group(0)
+                value = word.text[m.end():] if m.groups() else None
+                if word.value is not None and m.groups():
+                    value = word.value[word.value.index("=") + 1:]
+                self._name(cmd, name, word.start, value, assignment=True)
+        for param in script.params:
+            self._name(None, param.name, param.start, None, assignment=False, quote=param.quote)
+
+    def _name(self, cmd: Optional[Command], name: str, start: int, value: Optional[str], *, assignment: bool,
+              quote: Optional[str] = None) -> None:
+        row = env_lookup(self.ctx.target, name, value)
+        if row is None or row.status == "keep":
+            return
+        if row.status == "rename" and row.npu:
+            scope = (cmd.start, cmd.end) if cmd else None
+            self.change(start, start + len(name), row.npu, f"{name} -> {row.npu}",
+                        quote=cmd.quote if cmd else None, scope=scope)
+        elif assignment:
+            shown = f"{name}={value}" if row.values and value else name
+            self.report(start, f"{shown} has no Ascend equivalent; left as is", hint=row.hint)

@@ -1,0 +1,60 @@
+"""shell-nvidia-smi: nvidia-smi presence checks -> npu-smi; parsing its output is reported."""
+
+from __future__ import annotations
+
+from transpiler.mapping import load_table
+from transpiler.shell import ShellRule, Script
+
+_LOOKUPS = ("command", "which", "type", "hash")
+
+
+class ShellNvidiaSmi(ShellRule):
+    """Turns `nvidia-smi` presence checks into `npu-smi info`; reports code that parses its output.
+
+    What it does:
+        A bare `nvidia-smi` (no arguments, output not piped or captured; redirections to /dev/null
+        are fine) becomes `npu-smi info`, and `command -v nvidia-smi` / `which nvidia-smi` /
+        `type nvidia-smi` look for `npu-smi`. Every other use (`--query-gpu`, `-L`, a pipe into
+        grep/wc/awk, `$(nvidia-smi ...)`) is reported.
+
+    Why:
+        Ascend machines have `npu-smi` instead of `nvidia-smi`; `npu-smi info` is its status view.
+        Its output has another format, so code that parses nvidia-smi output has to be rewritten by
+        hand.
+
+    Example:
+        if nvidia-smi > /dev/null 2>&1; then   ->  if npu-smi info > /dev/null 2>&1; then
+        N=$(nvidia-smi -L | wc -l)             ->  (reported)
+
+    Fix safety:
+        Safe for presence checks; parsing is only reported.
+    """
+
+    ID = "shell-nvidia-smi"
+    SAFETY = "safe"
+    TRIGGERS = ("nvidia-smi",)
+
+    def check(self, script: Script) -> None:
+        table = load_table(self.ctx.target, "shell")["nvidia_smi"]
+        replacement = table["replacement"]
+        tool = replacement.split()[0]
+        for cmd in script.commands:
+            i, _ = cmd.argv()
+            if i >= len(cmd.words):
+                continue
+            prog = cmd.program()
+            word = cmd.words[i]
+            args = cmd.words[i + 1:]
+            scope = (cmd.start, cmd.end)
+            if prog == "nvidia-smi":
+                if not args and not cmd.output_consumed:
+                    self.change(word.start, word.end, replacement, f"nvidia-smi -> {replacement}",
+                                quote=cmd.quote, scope=scope)
+                else:
+                    self.report(word.start, "nvidia-smi output is parsed here; npu-smi has no compatible "
+                                "output", hint=table["hint"])
+            elif prog in _LOOKUPS:
+                for arg in args:
+                    if arg.value == "nvidia-smi":
+                        self.change(arg.start, arg.end, tool, f"{prog} nvidia-smi -> {prog} {tool}",
+                                    quote=cmd.quote, scope=scope)
