@@ -1,0 +1,48 @@
+"""yaml-verl-device: `trainer.device: cuda` in VERL trainer configs."""
+
+from __future__ import annotations
+
+from transpiler.yaml_edit import YamlDocument, YamlRule
+
+# Top-level sections of a VERL trainer config (verl/trainer/config/ppo_trainer.yaml).
+_VERL_SECTIONS = ("actor_rollout_ref", "critic", "algorithm", "reward_model")
+
+
+class YamlVerlDevice(YamlRule):
+    """Sets `trainer.device: npu` in VERL trainer configs that say `cuda`.
+
+    What it does:
+        In a YAML document with a `trainer:` mapping whose `device` is `cuda`, and which is a VERL
+        config (it has `actor_rollout_ref`, `critic`, `algorithm` or `reward_model` at the top, or
+        `trainer.n_gpus_per_node`), the value becomes `npu`; quotes and comments stay. Keys that name
+        GPUs (`n_gpus_per_node`, `gpu_memory_utilization`, `*_per_gpu`) and `rollout.name: vllm` keep
+        their names and values on NPU.
+
+    Why:
+        VERL's `trainer.device` picks the torch device of its workers (ppo_trainer.yaml; `npu` in the
+        Ascend quick start). Newer VERL sets it itself when torch_npu is present, but an explicit
+        `cuda` in a user config is wrong on Ascend.
+
+    Example:
+        trainer:                    trainer:
+          device: cuda      ->        device: npu
+          n_gpus_per_node: 8          n_gpus_per_node: 8
+
+    Fix safety:
+        Safe: one value changes; the file is edited in place, not re-dumped.
+    """
+
+    ID = "yaml-verl-device"
+    SAFETY = "safe"
+    TRIGGERS = ("cuda",)
+
+    def check(self, doc: YamlDocument) -> None:
+        for root in doc.documents:
+            if not hasattr(root, "get"):
+                continue
+            trainer = root.get("trainer")
+            if not hasattr(trainer, "get") or trainer.get("device") != "cuda":
+                continue
+            if not (any(k in root for k in _VERL_SECTIONS) or "n_gpus_per_node" in trainer):
+                continue
+            self.replace(doc.value_span(trainer, "device"), "cuda", "npu", "trainer.device: cuda -> npu")
