@@ -5,14 +5,14 @@ from __future__ import annotations
 import re
 
 from transpiler.mapping import load_table
-from transpiler.shell import ShellRule, Script, token_span
+from transpiler.shell import TEXT_COMMANDS, ShellRule, Script, token_span
 
 
 class ShellHydraDevice(ShellRule):
     """Rewrites the Hydra override `trainer.device=cuda` to `trainer.device=npu`.
 
     What it does:
-        In any command's arguments (and in bash arrays of arguments), an override of a device key
+        In any command's arguments except `echo`/`printf` text (and in bash arrays of arguments), an override of a device key
         from the target's shell table (`trainer.device`, also `+trainer.device`, `++trainer.device`,
         quoted or not) whose value is `cuda` gets the value `npu`. The other VERL keys that name
         GPUs keep their names on NPU and are not touched: `trainer.n_gpus_per_node`, `*_per_gpu`,
@@ -33,13 +33,14 @@ class ShellHydraDevice(ShellRule):
 
     ID = "shell-hydra-device"
     SAFETY = "safe"
-    TRIGGERS = ("device=cuda", "device='cuda'", 'device="cuda"')
+    TRIGGERS = ("cuda",)
 
     def check(self, script: Script) -> None:
         keys = load_table(self.ctx.target, "shell")["hydra_device_keys"]
         pattern = re.compile(r"\+{0,2}(%s)=cuda" % "|".join(re.escape(k) for k in keys))
         for cmd in script.commands:
-            words = list(cmd.words) + [item for w in cmd.assignments for item in w.array_items]
+            words = [] if cmd.program() in TEXT_COMMANDS else list(cmd.words)
+            words += [item for w in cmd.assignments for item in w.array_items]
             for word in words:
                 m = pattern.fullmatch(word.value or "")
                 if not m:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from transpiler.mapping import load_table
-from transpiler.shell import ShellRule, Script
+from transpiler.shell import TEXT_COMMANDS, ShellRule, Script
 
 _LOOKUPS = ("command", "which", "type", "hash")
 
@@ -15,7 +15,7 @@ class ShellNvidiaSmi(ShellRule):
         A bare `nvidia-smi` (no arguments, output not piped or captured; redirections to /dev/null
         are fine) becomes `npu-smi info`, and `command -v nvidia-smi` / `which nvidia-smi` /
         `type nvidia-smi` look for `npu-smi`. Every other use (`--query-gpu`, `-L`, a pipe into
-        grep/wc/awk, `$(nvidia-smi ...)`) is reported.
+        grep/wc/awk, `$(nvidia-smi ...)`, `watch nvidia-smi`) is reported.
 
     Why:
         Ascend machines have `npu-smi` instead of `nvidia-smi`; `npu-smi info` is its status view.
@@ -58,3 +58,8 @@ class ShellNvidiaSmi(ShellRule):
                     if arg.value == "nvidia-smi":
                         self.change(arg.start, arg.end, tool, f"{prog} nvidia-smi -> {prog} {tool}",
                                     quote=cmd.quote, scope=scope)
+            elif prog not in TEXT_COMMANDS:
+                for arg in args:
+                    if arg.value == "nvidia-smi":
+                        self.report(arg.start, f"{prog} runs nvidia-smi; Ascend has npu-smi ({replacement})",
+                                    hint=table["hint"])

@@ -69,7 +69,7 @@ class ShellRayStart(ShellRule):
         if existing:
             self._merge(script, cmd, existing[-1], count, expansion, (prev_end, last.end))
             return
-        if expansion and cmd.quote == '"':
+        if expansion and '"' in (cmd.quote or ""):
             self.report(opt.start, "ray start --num-gpus with an expansion inside a double-quoted bash -c string: "
                         "convert it to --resources by hand")
             return
@@ -92,7 +92,7 @@ class ShellRayStart(ShellRule):
             self.change(drop[0], drop[1], "", "ray start: dropped --num-gpus (--resources already has \"NPU\")",
                         scope=(cmd.start, cmd.end))
             return
-        if expansion and cmd.quote == '"':
+        if expansion and '"' in (cmd.quote or ""):
             self.report(opt.start, "ray start --num-gpus with an expansion inside a double-quoted bash -c string: "
                         "add it to --resources by hand")
             return
@@ -109,6 +109,6 @@ def _resources(current: dict, count: Optional[str], expansion: Optional[str], qu
     items = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in current.items()]
     npu = expansion if expansion is not None else json.dumps(json.loads(count))
     body = "{" + ", ".join(items + [f'"NPU": {npu}']) + "}"
-    if expansion is None and quote != "'":
+    if expansion is None and not (quote or "").endswith("'"):
         return f"--resources='{body}'"
     return '--resources="' + body.replace('"', '\\"') + '"'

@@ -38,6 +38,8 @@ _META = " \t\n;&|<>()"
 _RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!",
                        "time", "function", "esac"})
 SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
+# Commands whose arguments are only text to print: a `trainer.device=cuda` there is a message.
+TEXT_COMMANDS = frozenset({"echo", "printf", "logger", ":"})
 # Commands that run the rest of their arguments as another command.
 _WRAPPERS = {"nohup": 0, "exec": 0, "time": 0, "setsid": 0,
              "sudo": 0, "nice": 0, "numactl": 0, "taskset": 1, "timeout": 1, "stdbuf": 0, "env": 0}
@@ -66,6 +68,7 @@ class Word:
     end: int
     value: Optional[str]  # the word after quote removal when it has no expansion, else None
     array_items: list["Word"] = field(default_factory=list)  # for `name=(a b c)`
+    local: tuple[int, int] = field(default=(0, 0), repr=False, compare=False)  # span in the lexed text
 
     @property
     def is_literal(self) -> bool:
@@ -82,7 +85,9 @@ class Command:
     sep_before: str = ""  # the operator before it ("|" when its input is piped)
     sep_after: str = ""  # the operator after it ("|" when its output is piped)
     context: str = "top"  # "top" | "substitution" | "bash-c" | "heredoc"
-    quote: Optional[str] = None  # quoting the command text sits in ("'" or '"' for bash -c strings)
+    # The quotes the command text sits in, outermost first: None at the top, "'" in `bash -c '...'`,
+    # "\"'" in `ssh h "bash -c '...'"`. Edits are escaped for each level (see `embed`).
+    quote: Optional[str] = None
     start: int = 0
     end: int = 0
 
@@ -151,6 +156,7 @@ class Heredoc:
     body_end: int
     quoted: bool  # delimiter quoted: the body is taken literally
     is_shell: bool = False
+    lexer: Optional["_Lexer"] = field(default=None, repr=False, compare=False)
 
 
 def basename(value: str) -> str:
@@ -206,10 +212,11 @@ class _Lexer:
     # -- command lists -------------------------------------------------------------------------
     def lex_all(self) -> None:
         self.lex_list(0, len(self.text), self.context)
-        for heredoc in list(self.script.heredocs):
-            self._heredoc_body(heredoc)
-        for cmd in list(self.script.commands):
-            self._bash_c(cmd)
+        k = 0
+        while k < len(self.script.heredocs):  # bodies may hold here-documents of their own
+            heredoc = self.script.heredocs[k]
+            heredoc.lexer._heredoc_body(heredoc)
+            k += 1
 
     def lex_list(self, i: int, end: int, context: str, stop_paren: bool = False) -> int:
         """Lex commands from i; returns the end (or the index of the closing `)` when stop_paren)."""
@@ -227,6 +234,7 @@ class _Lexer:
             if not cmd.empty:
                 cmd.sep_before, cmd.sep_after = sep, op
                 commands.append(cmd)
+                self._nested_code(cmd)
             sep = op
             skip_words = False
             cmd = Command(context=context, quote=self.quote)
@@ -340,7 +348,7 @@ class _Lexer:
                     i = line_end + 1 if j >= 0 else end
                     break
                 i = line_end + 1 if j >= 0 else end
-            self.script.heredocs.append(Heredoc(cmd, self.o(body_start), self.o(body_end), quoted))
+            self.script.heredocs.append(Heredoc(cmd, self.o(body_start), self.o(body_end), quoted, lexer=self))
         return i
 
     # -- words ---------------------------------------------------------------------------------
@@ -389,7 +397,8 @@ class _Lexer:
                 i += 1
         if i == start:
             self.error(f"unexpected {text[i:i + 1]!r}", i)
-        word = Word(text[start:i], self.o(start), self.o(i), "".join(literal) if is_literal else None, items)
+        word = Word(text[start:i], self.o(start), self.o(i), "".join(literal) if is_literal else None, items,
+                    (start, i))
         return word, i
 
     def _read_array(self, i: int, end: int) -> tuple[list[Word], int]:
@@ -542,43 +551,59 @@ class _Lexer:
         if self.omap is not None:
             return  # a here-document inside a `bash -c "..."` string: left alone
         if heredoc.is_shell:
-            sub = _Lexer(self.script, self.text)
+            sub = _Lexer(self.script, self.text, quote=self.quote)
             sub.lex_list(heredoc.body_start, heredoc.body_end, "heredoc")
         elif not heredoc.quoted:
             self._scan_params(heredoc.body_start, heredoc.body_end)
 
-    def _bash_c(self, cmd: Command) -> None:
-        """`bash -c 'code'`, `sh -lc "code"`: lex the string as commands of its own."""
-        # `bash -c ...`, and a shell run by another command: `ssh host bash -lc ...`, `docker exec c sh -c ...`
-        at = next((k for k, w in enumerate(cmd.words) if basename(w.value or "") in SHELLS), None)
-        if at is None:
+    def _nested_code(self, cmd: Command) -> None:
+        """Lex a string that is shell code as commands of its own: `bash -c 'code'`, `sh -lc "code"`,
+        `ssh host bash -c '...'`, `ssh host "code"`. The commands get context "bash-c"."""
+        code = _code_word(cmd)
+        if code is None:
             return
-        args = cmd.words[at + 1:]
+        start, end = code.local
+        raw = self.text[start:end]
+        if len(raw) < 2 or raw[0] not in "'\"" or raw[-1] != raw[0]:
+            return
+        quote = (self.quote or "") + raw[0]
+        if raw[0] == "'":
+            if "'" in raw[1:-1]:
+                return
+            sub = _Lexer(self.script, self.text, self.omap, quote=quote, context="bash-c")
+            sub.lex_list(start + 1, end - 1, "bash-c")
+        else:
+            unescaped, local_map = _unescape_dquoted(self.text, start + 1, end - 1)
+            if unescaped is None:
+                return
+            sub = _Lexer(self.script, unescaped, [self.o(j) for j in local_map], quote=quote, context="bash-c")
+            sub.lex_list(0, len(unescaped), "bash-c")
+
+
+_SSH_VALUE_OPTS = frozenset("-b -c -D -E -e -F -I -i -J -L -l -m -O -o -p -Q -R -S -W -w".split())
+
+
+def _code_word(cmd: Command) -> Optional[Word]:
+    """The word of `cmd` that another shell runs as code, if any."""
+    words = cmd.words
+    at = next((k for k, w in enumerate(words) if basename(w.value or "") in SHELLS), None)
+    if at is not None:
+        args = words[at + 1:]
         for k, w in enumerate(args):
             v = w.value or ""
             if not v.startswith("-"):
-                return  # a script file: what follows are its arguments
-            if "c" not in v or v.startswith("--"):
-                continue
-            if k + 1 >= len(args):
-                return
-            code = args[k + 1]
-            raw = self.script.text[code.start:code.end]
-            if len(raw) < 2 or raw[0] not in "'\"" or raw[-1] != raw[0]:
-                return
-            inner_start = code.start + 1
-            if raw[0] == "'":
-                if "'" in raw[1:-1]:
-                    return
-                sub = _Lexer(self.script, self.script.text, quote="'", context="bash-c")
-                sub.lex_list(inner_start, code.end - 1, "bash-c")
-            else:
-                unescaped, omap = _unescape_dquoted(self.script.text, inner_start, code.end - 1)
-                if unescaped is None:
-                    return
-                sub = _Lexer(self.script, unescaped, omap, quote='"', context="bash-c")
-                sub.lex_list(0, len(unescaped), "bash-c")
-            return
+                return None  # a script file: what follows are its arguments
+            if "c" in v and not v.startswith("--"):
+                return args[k + 1] if k + 1 < len(args) else None
+        return None
+    if cmd.program() == "ssh":
+        args = cmd.args()
+        k = 0
+        while k < len(args) and (args[k].value or "").startswith("-"):
+            k += 2 if args[k].value in _SSH_VALUE_OPTS else 1
+        rest = args[k + 1:]
+        return rest[0] if len(rest) == 1 else None
+    return None
 
 
 def _unescape_dquoted(text: str, start: int, end: int) -> tuple[Optional[str], list[int]]:
@@ -622,11 +647,12 @@ def parse_script(ctx: FileContext, text: str) -> tuple[Script, Positions]:
 
 
 def embed(text: str, quote: Optional[str]) -> str:
-    """`text` written so that it reads as itself inside the given quoting of a `bash -c` string."""
-    if quote == "'":
-        return text.replace("'", "'\\''")
-    if quote == '"':
-        return re.sub(r'([\\"$`])', r"\\\1", text)
+    """`text` written so that it reads as itself inside the given quotes (outermost first)."""
+    for q in reversed(quote or ""):
+        if q == "'":
+            text = text.replace("'", "'\\''")
+        else:
+            text = re.sub(r'([\\"$`])', r"\\\1", text)
     return text
 
 
@@ -784,7 +810,7 @@ def preamble_end(script: Script, keep=("set",), sources=("set_env.sh",)) -> int:
         prog = cmd.program()
         if prog in keep and not cmd.assignments:
             continue
-        if prog in ("source", ".") and any((w.value or "").endswith(sources) for w in cmd.args()):
+        if prog in ("source", ".") and any((w.value or w.text).endswith(sources) for w in cmd.args()):
             continue
         if first is None or cmd.start < first:
             first = cmd.start
