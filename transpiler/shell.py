@@ -219,6 +219,7 @@ class _Lexer:
             k += 1
 
     def lex_list(self, i: int, end: int, context: str, stop_paren: bool = False) -> int:
+        opened = i - 2
         """Lex commands from i; returns the end (or the index of the closing `)` when stop_paren)."""
         text = self.text
         cmd = Command(context=context, quote=self.quote)
@@ -328,7 +329,7 @@ class _Lexer:
                     cmd.words.append(word)
         flush("")
         if stop_paren:
-            self.error("unterminated $( ... )", i)
+            self.error("unterminated $( ... )", opened)
         return i
 
     def _read_heredocs(self, i: int, end: int) -> int:
@@ -403,6 +404,7 @@ class _Lexer:
 
     def _read_array(self, i: int, end: int) -> tuple[list[Word], int]:
         items = []
+        opened = i - 1
         while i < end:
             c = self.text[i]
             if c in " \t\n":
@@ -417,10 +419,11 @@ class _Lexer:
             else:
                 word, i = self.read_word(i, end)
                 items.append(word)
-        self.error("unterminated array ( ... )", i)
+        self.error("unterminated array ( ... )", opened)
 
     def _read_dquote(self, i: int, end: int, literal: list[str]) -> tuple[int, bool]:
         text = self.text
+        opened = i - 1
         ok = True
         while i < end:
             c = text[i]
@@ -445,7 +448,7 @@ class _Lexer:
             else:
                 literal.append(c)
                 i += 1
-        self.error("unterminated double quote", i)
+        self.error("unterminated double quote", opened)
 
     def _read_dollar(self, i: int, end: int, quote: Optional[str]) -> tuple[int, Optional[str]]:
         """At a `$`: returns (index after the expansion, None) or (i+1, "$") for a lone dollar."""
@@ -484,6 +487,7 @@ class _Lexer:
     def _match_brace(self, i: int, end: int, quote: Optional[str]) -> int:
         """From inside `${`, the index after its closing `}`; nested expansions are lexed too."""
         text = self.text
+        opened = i - 2
         depth = 0
         while i < end:
             c = text[i]
@@ -510,7 +514,7 @@ class _Lexer:
                 i = self._read_backtick(i, end)
             else:
                 i += 1
-        self.error("unterminated ${ ... }", i)
+        self.error("unterminated ${ ... }", opened)
 
     def _match_parens(self, i: int, end: int) -> int:
         """From an opening `(`, the index after its matching `)` (arithmetic: no quoting rules needed)."""
