@@ -78,3 +78,16 @@ def test_scalar_ends():
 def test_ignore_comment():
     src = "trainer:\n  device: cuda  # npu-port: ignore[yaml-verl-device]\n  n_gpus_per_node: 8\n"
     assert _convert(src).output is None
+
+
+@pytest.mark.parametrize("name", ["mindspeed_rl_grpo", "mindspeed_rl_runtime_env"])
+def test_mindspeed_rl_configs_come_out_identical_even_when_parsed(name):
+    """The prefilter skips these files; the YAML rules also leave them alone when they do read them."""
+    from codemods._base import RunOptions
+    from transpiler.engine import convert_text
+    from transpiler.registry import all_rules
+
+    data = (FIXTURES / "examples" / f"{name}.input.yaml").read_bytes()
+    rules = [r for r in all_rules().values() if r.LANGUAGE == "yaml"]
+    out, findings = convert_text(data, f"{name}.yaml", rules, RunOptions())
+    assert out == data and findings == []
