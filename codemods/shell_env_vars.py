@@ -43,6 +43,7 @@ def env_triggers(target: str = "ascend") -> tuple[str, ...]:
 
 
 _DECLARERS = ("export", "declare", "typeset", "readonly", "local", "unset")
+_CONTAINER_ENGINES = ("docker", "podman", "nerdctl")
 
 
 def assignment_words(cmd: Command) -> list[Word]:
@@ -50,6 +51,10 @@ def assignment_words(cmd: Command) -> list[Word]:
     words = list(cmd.assignments) + cmd.argv()[1]
     if cmd.program() in _DECLARERS:
         words += [w for w in cmd.args() if ASSIGNMENT_RE.match(w.text) or NAME_RE.fullmatch(w.text)]
+    elif cmd.program() in _CONTAINER_ENGINES:  # `docker run -e A=1 --env B ...`: the workload's environment
+        args = cmd.args()
+        words += [args[k + 1] for k, w in enumerate(args[:-1]) if w.value in ("-e", "--env")
+                  and (ASSIGNMENT_RE.match(args[k + 1].text) or NAME_RE.fullmatch(args[k + 1].text))]
     return words
 
 
@@ -57,7 +62,7 @@ class ShellEnvVars(ShellRule):
     """Renames CUDA/NCCL environment variables in shell launchers to the names Ascend reads.
 
     What it does:
-        In assignments (`export A=...`, `A=... cmd`, `env A=... cmd`, `unset A`) and in references
+        In assignments (`export A=...`, `A=... cmd`, `env A=... cmd`, `unset A`, `docker run -e A=...`) and in references
         (`$A`, `${A:-x}`, also inside double quotes, `$(...)`, `bash -c` strings and here-documents
         whose shell expands them), renames `CUDA_VISIBLE_DEVICES` -> `ASCEND_RT_VISIBLE_DEVICES`,
         `PYTORCH_CUDA_ALLOC_CONF` -> `PYTORCH_NPU_ALLOC_CONF`, `NCCL_SOCKET_IFNAME` ->

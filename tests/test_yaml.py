@@ -5,8 +5,10 @@ from __future__ import annotations
 import pytest
 import yaml
 
+from codemods._base import RunOptions
 from fixture_cases import FIXTURES
-from transpiler.engine import Engine
+from transpiler.engine import Engine, convert_text
+from transpiler.registry import all_rules
 from transpiler.settings import Settings
 from transpiler.yaml_edit import YamlDocument, scalar_end
 
@@ -83,10 +85,6 @@ def test_ignore_comment():
 @pytest.mark.parametrize("name", ["mindspeed_rl_grpo", "mindspeed_rl_runtime_env"])
 def test_mindspeed_rl_configs_come_out_identical_even_when_parsed(name):
     """The prefilter skips these files; the YAML rules also leave them alone when they do read them."""
-    from codemods._base import RunOptions
-    from transpiler.engine import convert_text
-    from transpiler.registry import all_rules
-
     data = (FIXTURES / "examples" / f"{name}.input.yaml").read_bytes()
     rules = [r for r in all_rules().values() if r.LANGUAGE == "yaml"]
     out, findings = convert_text(data, f"{name}.yaml", rules, RunOptions())

@@ -34,6 +34,7 @@ _REDIRECTIONS = ("<<<", "<<-", "&>>", "<<", "<>", "<&", ">>", ">|", ">&", "&>", 
 _OPERATORS = ("&&", "||", ";;&", ";;", ";&", "|&", "&", "|", ";")
 _CASE_END = (";;", ";&", ";;&")
 _META = " \t\n;&|<>()"
+_PLAIN_RUN = re.compile(r"[^ \t\n;&|<>()\\'\"$`]+")  # characters that mean only themselves in a word
 # Reserved words that may start a compound command; the simple command begins after them.
 _RESERVED = frozenset({"if", "then", "else", "elif", "fi", "do", "done", "while", "until", "{", "}", "!",
                        "time", "function", "esac"})
@@ -394,8 +395,9 @@ class _Lexer:
                 i = self._read_backtick(i, end)
                 is_literal = False
             else:
-                literal.append(c)
-                i += 1
+                m = _PLAIN_RUN.match(text, i, end)
+                literal.append(m.group())
+                i = m.end()
         if i == start:
             self.error(f"unexpected {text[i:i + 1]!r}", i)
         word = Word(text[start:i], self.o(start), self.o(i), "".join(literal) if is_literal else None, items,
