@@ -7,6 +7,7 @@ import click
 from transpiler import __version__
 from transpiler.commands.convert import convert
 from transpiler.commands.rules import rules
+from transpiler.commands.standalone import standalone
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -17,6 +18,7 @@ def cli() -> None:
 
 cli.add_command(convert)
 cli.add_command(rules)
+cli.add_command(standalone)
 
 
 def main() -> None:

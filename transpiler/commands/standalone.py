@@ -1,0 +1,115 @@
+"""`npu-port standalone`: inline what a script uses from project packages, so it runs on its own."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from transpiler.commands._options import rule_options, split_csv
+from transpiler.engine import Engine
+from transpiler.files import SKIP_DIRS, atomic_write, walk
+from transpiler.registry import UnknownRuleError, select_rules
+from transpiler.render import print_findings, stderr_console
+from transpiler.report import FileOutcome
+from transpiler.settings import Settings
+from transpiler.standalone import StandaloneError, make_standalone
+from transpiler.standalone.resolver import split_packages
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+@click.command()
+@click.argument("source", type=click.Path(path_type=Path, exists=True))
+@click.option("--strip", "strip", multiple=True, required=True, metavar="PKG,...",
+              help="Packages to inline and remove (comma-separated or repeated).")
+@click.option("--path", "search_paths", multiple=True, metavar="SRC_DIR",
+              type=click.Path(path_type=Path, exists=True, file_okay=False),
+              help="Another folder that holds the stripped packages (searched after the script's folder, "
+                   "before the working directory).")
+@click.option("-o", "--out", type=click.Path(path_type=Path),
+              help="The file to write (default: stdout); for a folder SOURCE, the folder to mirror into.")
+@click.option("--allow-unresolved", is_flag=True,
+              help="Write the script even when something cannot be resolved: report it and raise at that spot.")
+@click.option("--convert", "run_convert", is_flag=True,
+              help="Also run the convert rules (see --target, --select...) on the result.")
+@rule_options
+@click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
+def standalone(source, strip, search_paths, out, allow_unresolved, run_convert, target, select, ignore,
+               extras, quiet):
+    """Inline into SOURCE every definition it uses from the --strip packages.
+
+    The result imports only public packages. SOURCE may be a folder: every script in it is made
+    standalone into --out. Nothing is written for a script that has an unresolved construct.
+    """
+    packages = split_packages(split_csv(strip))
+    engine = None
+    if run_convert:
+        settings = Settings(target=target, select=split_csv(select), ignore=split_csv(ignore), extras=extras)
+        try:
+            select_rules(settings.select, settings.ignore, settings.extras)
+        except UnknownRuleError as exc:
+            raise click.UsageError(str(exc)) from None
+        engine = Engine(settings)
+    console = stderr_console(quiet)
+    if source.is_dir():
+        if out is None:
+            raise click.UsageError("a folder SOURCE needs --out OUT_DIR")
+        jobs = [(path, out / path.relative_to(source)) for path in _scripts_in(source, packages)]
+    else:
+        dest = out / source.name if out is not None and out.is_dir() else out
+        jobs = [(source, dest)]
+    failed = 0
+    for path, dest in jobs:
+        if not _one(path, dest, packages, list(search_paths), allow_unresolved, engine, console):
+            failed += 1
+    if len(jobs) > 1:
+        console.print(f"{len(jobs)} scripts: {len(jobs) - failed} written, {failed} failed")
+    sys.exit(EXIT_FAILED if failed else EXIT_OK)
+
+
+def _scripts_in(folder: Path, packages: tuple[str, ...]) -> list[Path]:
+    """Python files under `folder`, leaving out the stripped packages' own sources."""
+    out = []
+    for path in walk(folder):
+        rel = path.relative_to(folder)
+        if path.suffix != ".py" or any(p in packages or p in SKIP_DIRS for p in rel.parts[:-1]):
+            continue
+        out.append(path)
+    return out
+
+
+def _one(path: Path, dest: Optional[Path], packages, search_paths, allow_unresolved, engine, console) -> bool:
+    try:
+        result = make_standalone(path, packages, search_paths, allow_unresolved)
+    except StandaloneError as exc:
+        for problem in exc.problems:
+            console.print(problem.render(), markup=False, highlight=False)
+        console.print(f"{path}: nothing written", markup=False)
+        return False
+    except (OSError, UnicodeDecodeError) as exc:
+        console.print(f"error: {path}: cannot read: {exc}", markup=False)
+        return False
+    data = result.code.encode("utf-8")
+    outcome = FileOutcome(str(path), "converted" if result.changed else "unchanged",
+                          [p.to_finding() for p in result.findings])
+    if engine is not None:
+        converted = engine.convert(data, str(path), "python")
+        if converted.outcome.status == "failed":
+            console.print(f"error: {path}: convert failed: {converted.outcome.error}", markup=False)
+            return False
+        outcome.findings.extend(converted.outcome.findings)
+        data = converted.output if converted.output is not None else data
+    print_findings(console, [outcome])
+    if dest is None:
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
+    else:
+        atomic_write(dest, data, path.stat().st_mode & 0o7777)
+    if result.modules:
+        count = len(result.modules)
+        console.print(f"{path}: inlined {count} module{'s' if count > 1 else ''} ({', '.join(result.modules)})"
+                      + (f" -> {dest}" if dest else ""), markup=False)
+    return True

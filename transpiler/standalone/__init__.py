@@ -1,0 +1,11 @@
+"""`npu-port standalone`: inline what a script uses from project packages so it runs on its own.
+
+resolver.py finds module sources on disk, graph.py records each module's statements, bindings and reads,
+symbols.py resolves names across modules, closure.py picks the statements needed and their run order,
+inliner.py renames and assembles the script, verify.py checks the result.
+"""
+
+from transpiler.standalone.errors import Problem, StandaloneError
+from transpiler.standalone.inliner import StandaloneResult, make_standalone
+
+__all__ = ["Problem", "StandaloneError", "StandaloneResult", "make_standalone"]

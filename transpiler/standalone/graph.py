@@ -1,0 +1,504 @@
+"""Per-module facts the inliner needs: for each top-level statement, the global names it binds, the global
+names it reads (through which attribute chain), and the stripped-package imports it contains.
+
+LibCST's scope analysis decides what a name refers to (class scopes, comprehensions, `global`); this module
+turns its answers into plain records keyed by top-level statement.
+"""
+
+from __future__ import annotations
+
+import ast
+import builtins
+from dataclasses import dataclass, field
+from typing import Callable, Optional
+
+import libcst as cst
+from libcst.metadata import (
+    BuiltinScope,
+    GlobalScope,
+    ImportAssignment,
+    MetadataWrapper,
+    ParentNodeProvider,
+    PositionProvider,
+    ScopeProvider,
+)
+
+from transpiler.analysis.imports import dotted_name
+from transpiler.standalone.resolver import absolute_module
+
+BUILTIN_NAMES = frozenset(dir(builtins))
+# Names every module has; LibCST resolves some of them to builtins and some to nothing.
+MODULE_DUNDERS = frozenset({
+    "__name__", "__file__", "__doc__", "__package__", "__spec__", "__loader__", "__path__", "__builtins__",
+    "__annotations__", "__dict__", "__cached__",
+})
+
+
+def code_of(node: cst.CSTNode) -> str:
+    return cst.Module([]).code_for_node(node)
+
+
+@dataclass
+class ProjectImport:
+    """One name a stripped-package import binds."""
+
+    local: str  # the name it binds
+    kind: str  # "module" (`import a.b as m`, or `import a.b` binding `a`), "attr" (`from a import b`), "star"
+    module: str  # absolute module name
+    attr: Optional[str]  # for kind "attr"
+    node: cst.CSTNode  # the Import / ImportFrom statement
+    line: int
+    col: int
+    function_level: bool  # inside a def or lambda: runs at call time and binds a local name
+    type_checking: bool = False  # under `if TYPE_CHECKING:`: never runs
+
+
+    @property
+    def target(self) -> tuple:
+        return (self.kind, self.module, self.attr)
+
+
+@dataclass
+class Ref:
+    """A read of a name that is global in its module (or a local bound by a function-level project import)."""
+
+    name: str
+    node: cst.CSTNode  # the Name; for string annotations the SimpleString
+    chain: tuple[str, ...]  # attribute names that follow the Name, outermost last
+    chain_nodes: tuple[cst.CSTNode, ...]  # the Attribute node for each prefix of the chain
+    line: int
+    col: int
+    local_import: Optional[ProjectImport] = None  # set when the name is a function-local project import
+    string_inner: Optional[cst.CSTNode] = None  # the Name inside a parsed string annotation
+    string_expr: Optional[cst.BaseExpression] = None  # that annotation, parsed
+    shadow_names: frozenset[str] = frozenset()  # names bound in enclosing function scopes
+
+    @property
+    def text(self) -> str:
+        return ".".join((self.name,) + self.chain)
+
+
+@dataclass
+class Statement:
+    index: int
+    node: cst.BaseStatement
+    line: int
+    binds: set[str] = field(default_factory=set)  # global names bound here, other than by project imports
+    refs: list[Ref] = field(default_factory=list)
+    imports: list[ProjectImport] = field(default_factory=list)  # stripped-package imports anywhere inside
+    public_import: bool = False  # a plain top-level import of a non-stripped module
+    kind: str = "other"  # "import", "def", "assign", "docstring", "future", "main-guard", "other"
+    binding_nodes: list[cst.CSTNode] = field(default_factory=list)  # Name nodes binding a global name
+    decorator_ids: frozenset[int] = frozenset()  # ids of nodes inside this def/class's decorators
+    dynamic_imports: list[tuple[int, int, str]] = field(default_factory=list)
+    literal_value: bool = False  # an assignment whose value is a literal constant (not mutable state)
+
+
+@dataclass
+class ModuleInfo:
+    name: str  # "__main__" for the script
+    path: str  # for messages
+    package: str  # what relative imports are relative to
+    module: cst.Module
+    statements: list[Statement]
+    local_bindings: dict[str, list[int]]  # global name -> statements binding it locally
+    alias_bindings: dict[str, list[ProjectImport]]  # global name -> module-level project imports binding it
+    star_imports: list[tuple[int, Optional[ProjectImport], str]]  # (stmt, project import or None, module)
+    all_names: Optional[tuple[str, ...]]  # static __all__, None when absent or not a literal
+    mixed: set[str]  # names bound both by a project import and otherwise: each import becomes an assignment
+    future_annotations: bool
+    positions: dict
+    parents: dict
+    nodes_of_stmt: list[set[int]]
+
+    def binds(self, name: str) -> bool:
+        return name in self.local_bindings or name in self.alias_bindings
+
+    def exported(self) -> Optional[tuple[str, ...]]:
+        return self.all_names
+
+
+class _NodeIds(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.ids: set[int] = set()
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.ids.add(id(node))
+        return True
+
+
+def node_ids(node: cst.CSTNode) -> set[int]:
+    v = _NodeIds()
+    node.visit(v)
+    return v.ids
+
+
+def _is_literal(node: cst.BaseExpression) -> bool:
+    if isinstance(node, (cst.Integer, cst.Float, cst.Imaginary, cst.SimpleString, cst.ConcatenatedString)):
+        return True
+    if isinstance(node, cst.Name):
+        return node.value in ("True", "False", "None")
+    if isinstance(node, cst.UnaryOperation):
+        return _is_literal(node.expression)
+    if isinstance(node, cst.Tuple):
+        return all(_is_literal(e.value) for e in node.elements)
+    return False
+
+
+def _static_all(module: cst.Module) -> tuple[Optional[tuple[str, ...]], bool]:
+    """`__all__` when it is built from string literals (=, +=, .extend, .append); (None, False) if absent."""
+    names: list[str] = []
+    seen = False
+    tree = ast.parse(module.code)
+    for node in tree.body:
+        value = None
+        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
+            names, value, seen = [], node.value, True
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name) and node.target.id == "__all__":
+            names, value, seen = [], node.value, True
+        elif isinstance(node, ast.AugAssign) and isinstance(node.target, ast.Name) and node.target.id == "__all__":
+            value = node.value
+        elif isinstance(node, ast.Expr) and isinstance(node.value, ast.Call) \
+                and isinstance(node.value.func, ast.Attribute) and isinstance(node.value.func.value, ast.Name) \
+                and node.value.func.value.id == "__all__" and node.value.func.attr in ("extend", "append") \
+                and node.value.args:
+            value = node.value.args[0]
+            if node.value.func.attr == "append":
+                value = ast.List([value])
+        if value is None:
+            continue
+        if isinstance(value, (ast.List, ast.Tuple)) and all(
+                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
+            names.extend(e.value for e in value.elts)
+        else:
+            return None, True
+    return (tuple(names) if seen else None), seen
+
+
+def _is_main_guard(stmt: cst.CSTNode) -> bool:
+    if not isinstance(stmt, cst.If) or not isinstance(stmt.test, cst.Comparison):
+        return False
+    cmp = stmt.test
+    if len(cmp.comparisons) != 1 or not isinstance(cmp.comparisons[0].operator, cst.Equal):
+        return False
+    sides = [cmp.left, cmp.comparisons[0].comparator]
+    return any(isinstance(s, cst.Name) and s.value == "__name__" for s in sides) and any(
+        isinstance(s, cst.SimpleString) and s.evaluated_value == "__main__" for s in sides)
+
+
+def _is_docstring(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 \
+        and isinstance(stmt.body[0], cst.Expr) \
+        and isinstance(stmt.body[0].value, (cst.SimpleString, cst.ConcatenatedString))
+
+
+def _is_future(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and any(
+        isinstance(s, cst.ImportFrom) and s.module is not None and dotted_name(s.module) == "__future__"
+        for s in stmt.body)
+
+
+def _import_kind(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+
+
+class ModuleAnalyzer:
+    """Builds a ModuleInfo for one source file; `is_stripped` says which absolute modules are project ones."""
+
+    def __init__(self, name: str, path: str, package: str, source: str, is_stripped: Callable[[str], bool]):
+        self.name = name
+        self.path = path
+        self.package = package
+        self.source = source
+        self.is_stripped = is_stripped
+
+    def analyze(self) -> ModuleInfo:
+        ast.parse(self.source)  # refuses pathological nesting before LibCST's native parser sees it
+        wrapper = MetadataWrapper(cst.parse_module(self.source))
+        module = wrapper.module
+        scopes = wrapper.resolve(ScopeProvider)
+        self.positions = wrapper.resolve(PositionProvider)
+        self.parents = wrapper.resolve(ParentNodeProvider)
+        stmts = [Statement(i, node, self.positions[node].start.line) for i, node in enumerate(module.body)]
+        self.owner: dict[int, int] = {}
+        nodes_of_stmt = []
+        for st in stmts:
+            ids = node_ids(st.node)
+            nodes_of_stmt.append(ids)
+            for i in ids:
+                self.owner[i] = st.index
+        self.project_imports: dict[int, list[ProjectImport]] = {}  # id(Import node) -> names it binds
+        for st in stmts:
+            self._collect_imports(st)
+            self._classify(st)
+        global_scope = next((s for s in set(scopes.values()) if isinstance(s, GlobalScope)), None)
+        local_bindings: dict[str, list[int]] = {}
+        alias_bindings: dict[str, list[ProjectImport]] = {}
+        star_imports = []
+        for st in stmts:
+            for imp in st.imports:
+                if imp.function_level:
+                    continue
+                if imp.kind == "star":
+                    star_imports.append((st.index, imp, imp.module))
+                elif imp.local:
+                    alias_bindings.setdefault(imp.local, []).append(imp)
+            if _import_kind(st.node):
+                for small in st.node.body:
+                    if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar) \
+                            and id(small) not in self.project_imports:
+                        star_imports.append((st.index, None, dotted_name(small.module) or ""))
+        if global_scope is not None:
+            for assignment in global_scope.assignments:
+                if "." in assignment.name:
+                    continue
+                node = assignment.node
+                if id(node) in self.project_imports:
+                    continue  # recorded as an alias binding
+                idx = self.owner.get(id(node))
+                if idx is None:
+                    continue
+                st = stmts[idx]
+                st.binds.add(assignment.name)
+                if isinstance(node, cst.Name):
+                    st.binding_nodes.append(node)
+                elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+                    st.binding_nodes.append(node.name)
+                local_bindings.setdefault(assignment.name, [])
+                if idx not in local_bindings[assignment.name]:
+                    local_bindings[assignment.name].append(idx)
+        mixed = {n for n, imps in alias_bindings.items()
+                 if n in local_bindings or len({i.target for i in imps}) > 1}
+        for name in sorted(mixed):
+            for imp in alias_bindings.pop(name):
+                idx = self.owner[id(imp.node)]
+                stmts[idx].binds.add(name)
+                local_bindings.setdefault(name, [])
+                if idx not in local_bindings[name]:
+                    local_bindings[name].append(idx)
+        for lst in local_bindings.values():
+            lst.sort()
+        self._collect_refs(scopes, stmts)
+        for st in stmts:
+            st.refs.sort(key=lambda r: (r.line, r.col))
+        all_names, _ = _static_all(module)
+        future = any(_is_future(s.node) and "annotations" in code_of(s.node) for s in stmts)
+        return ModuleInfo(self.name, self.path, self.package, module, stmts, local_bindings, alias_bindings,
+                          star_imports, all_names, mixed, future, self.positions, self.parents, nodes_of_stmt)
+
+    # -- imports ---------------------------------------------------------------------------------------
+
+    def _in_function(self, node: cst.CSTNode) -> bool:
+        cur = self.parents.get(node)
+        while cur is not None:
+            if isinstance(cur, (cst.FunctionDef, cst.Lambda)):
+                return True
+            cur = self.parents.get(cur)
+        return False
+
+    def _collect_imports(self, st: Statement) -> None:
+        analyzer = self
+
+        class Visitor(cst.CSTVisitor):
+            def visit_Import(self, node: cst.Import) -> None:
+                analyzer._import(st, node)
+
+            def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+                analyzer._import_from(st, node)
+
+        st.node.visit(Visitor())
+        try:
+            tree = ast.parse(code_of(st.node).lstrip("\n"))
+        except SyntaxError:
+            tree = None
+        if tree is not None:
+            from transpiler.analysis.import_policy import dynamic_imports
+            offset = self.positions[st.node].start.line - 1
+            st.dynamic_imports = [(line + offset, col, arg) for line, col, arg in dynamic_imports(tree)]
+
+    def _under_type_checking(self, node: cst.CSTNode) -> bool:
+        cur = self.parents.get(node)
+        while cur is not None:
+            if isinstance(cur, cst.If) and (dotted_name(cur.test) or "").split(".")[-1] == "TYPE_CHECKING":
+                return True
+            cur = self.parents.get(cur)
+        return False
+
+    def _pos(self, node: cst.CSTNode) -> tuple[int, int]:
+        p = self.positions[node].start
+        return p.line, p.column + 1
+
+    def _import(self, st: Statement, node: cst.Import) -> None:
+        out = []
+        for alias in node.names:
+            full = dotted_name(alias.name) or ""
+            if not self.is_stripped(full):
+                continue
+            line, col = self._pos(node)
+            fn = self._in_function(node)
+            if alias.asname is not None:
+                out.append(ProjectImport(alias.asname.name.value, "module", full, None, node, line, col, fn))
+            else:
+                top = full.split(".")[0]
+                out.append(ProjectImport(top, "module", top, None, node, line, col, fn))
+                # `import a.b.c` also runs a.b and a.b.c: record what must execute, binding nothing new.
+                parts = full.split(".")
+                for i in range(2, len(parts) + 1):
+                    out.append(ProjectImport("", "module", ".".join(parts[:i]), None, node, line, col, fn))
+        if out:
+            self._record(st, node, out)
+
+    def _record(self, st: Statement, node: cst.CSTNode, out: list[ProjectImport]) -> None:
+        tc = self._under_type_checking(node)
+        for imp in out:
+            imp.type_checking = tc
+        self.project_imports[id(node)] = out
+        st.imports.extend(out)
+
+    def _import_from(self, st: Statement, node: cst.ImportFrom) -> None:
+        level = len(node.relative)
+        mod = dotted_name(node.module) if node.module is not None else ""
+        if mod == "__future__":
+            return
+        line, col = self._pos(node)
+        absolute = absolute_module(self.package, level, mod or "")
+        if absolute is None:
+            raise SyntaxError(f"{self.path}:{line}: relative import beyond the top-level package"
+                              if self.name != "__main__" else
+                              f"{self.path}:{line}: relative import in a script run directly")
+        if not self.is_stripped(absolute):
+            return
+        fn = self._in_function(node)
+        out = []
+        if isinstance(node.names, cst.ImportStar):
+            out.append(ProjectImport("*", "star", absolute, None, node, line, col, fn))
+        else:
+            for alias in node.names:
+                name = alias.name.value if isinstance(alias.name, cst.Name) else dotted_name(alias.name)
+                local = alias.asname.name.value if alias.asname is not None else name
+                out.append(ProjectImport(local, "attr", absolute, name, node, line, col, fn))
+        self._record(st, node, out)
+
+    # -- statement kinds ---------------------------------------------------------------------------------
+
+    def _classify(self, st: Statement) -> None:
+        node = st.node
+        if _is_docstring(node):
+            st.kind = "docstring"
+        elif _is_future(node):
+            st.kind = "future"
+        elif _is_main_guard(node):
+            st.kind = "main-guard"
+        elif _import_kind(node):
+            st.kind = "import"
+            st.public_import = all(id(s) not in self.project_imports for s in node.body)
+        elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+            st.kind = "def"
+            ids: set[int] = set()
+            for deco in node.decorators:
+                ids |= node_ids(deco)
+            st.decorator_ids = frozenset(ids)
+        elif isinstance(node, cst.SimpleStatementLine) and len(node.body) == 1 \
+                and isinstance(node.body[0], (cst.Assign, cst.AnnAssign)):
+            small = node.body[0]
+            targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else [small.target]
+            if all(isinstance(t, cst.Name) for t in targets):
+                st.kind = "assign"
+                st.literal_value = small.value is not None and _is_literal(small.value)
+
+    # -- references --------------------------------------------------------------------------------------
+
+    def _collect_refs(self, scopes, stmts: list[Statement]) -> None:
+        seen_strings: set[int] = set()
+        for scope in sorted(set(scopes.values()), key=lambda s: id(s)):
+            if isinstance(scope, BuiltinScope):
+                continue
+            for access in scope.accesses:
+                node = access.node
+                idx = self.owner.get(id(node))
+                if idx is None:
+                    continue
+                st = stmts[idx]
+                referents = list(access.referents)
+                local = [r for r in referents if not isinstance(r.scope, (GlobalScope, BuiltinScope))]
+                if isinstance(node, (cst.SimpleString, cst.ConcatenatedString)):
+                    if id(node) not in seen_strings:
+                        seen_strings.add(id(node))
+                        st.refs.extend(self._string_refs(node))
+                    continue
+                root = node
+                while isinstance(root, cst.Attribute):
+                    root = root.value
+                if not isinstance(root, cst.Name):
+                    continue
+                local_import = None
+                if local:
+                    imports = [self._binding_import(r, root.value) for r in local]
+                    if not any(imports):
+                        continue  # an ordinary local variable
+                    if all(imports) and len({i.target for i in imports}) == 1:
+                        local_import = imports[0]
+                    else:
+                        local_import = ProjectImport(root.value, "conflict", "", None, node, 0, 0, True)
+                st.refs.append(self._ref(root.value, root, scope, local_import))
+
+    def _binding_import(self, assignment, name: str) -> Optional[ProjectImport]:
+        if not isinstance(assignment, ImportAssignment):
+            return None
+        for imp in self.project_imports.get(id(assignment.node), []):
+            if imp.local == name and imp.kind != "star":
+                return imp
+        return None
+
+    def _ref(self, name: str, root: cst.Name, scope, local_import=None) -> Ref:
+        chain, chain_nodes = [], []
+        cur: cst.CSTNode = root
+        parent = self.parents.get(cur)
+        while isinstance(parent, cst.Attribute) and parent.value is cur:
+            chain.append(parent.attr.value)
+            chain_nodes.append(parent)
+            cur = parent
+            parent = self.parents.get(cur)
+        line, col = self._pos(root)
+        return Ref(name, root, tuple(chain), tuple(chain_nodes), line, col, local_import,
+                   shadow_names=_enclosing_local_names(scope))
+
+    def _string_refs(self, node: cst.CSTNode) -> list[Ref]:
+        """Names read by a string annotation such as "Config" or "Optional[cfg.Config]"."""
+        value = node.evaluated_value if isinstance(node, cst.SimpleString) else None
+        if not isinstance(value, str):
+            return []
+        try:
+            expr = cst.parse_expression(value.strip())
+        except Exception:
+            return []
+        line, col = self._pos(node)
+        refs = []
+
+        class Names(cst.CSTVisitor):
+            def visit_Attribute(self, attr: cst.Attribute) -> bool:
+                base, attrs = attr, []
+                while isinstance(base, cst.Attribute):
+                    attrs.append(base)
+                    base = base.value
+                if isinstance(base, cst.Name):
+                    inner_first = tuple(reversed(attrs))
+                    refs.append(Ref(base.value, node, tuple(a.attr.value for a in inner_first), inner_first,
+                                    line, col, string_inner=base, string_expr=expr))
+                    return False
+                return True
+
+            def visit_Name(self, name: cst.Name) -> None:
+                refs.append(Ref(name.value, node, (), (), line, col, string_inner=name, string_expr=expr))
+
+        expr.visit(Names())
+        return refs
+
+
+def _enclosing_local_names(scope) -> frozenset[str]:
+    names: set[str] = set()
+    while scope is not None and not isinstance(scope, (GlobalScope, BuiltinScope)):
+        names.update(a.name for a in scope.assignments)
+        scope = getattr(scope, "parent", None)
+    return frozenset(names)

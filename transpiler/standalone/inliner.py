@@ -1,0 +1,478 @@
+"""Assembles the standalone script: header, public imports, inlined blocks in execution order, the script.
+
+Names: the script keeps every name it defines; an inlined definition keeps its own name unless that name is
+taken (by the script, a builtin the code uses, or an earlier inlined definition) or would be shadowed at a
+use site, and is then renamed `<name>_<module>` (then `_2`, `_3`...), with every use rewritten.
+"""
+
+from __future__ import annotations
+
+import keyword
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Iterable, Optional, Sequence
+
+import libcst as cst
+
+from transpiler.analysis.imports import dotted_name
+from transpiler.standalone.closure import SCRIPT, Closure
+from transpiler.standalone.errors import Problem, StandaloneError
+from transpiler.standalone.graph import ModuleAnalyzer, ModuleInfo, Ref, Statement, code_of
+from transpiler.standalone.resolver import SourceResolver
+from transpiler.standalone.symbols import Dunder, Project, Sym, display_path
+from transpiler.standalone.verify import verify_standalone
+
+
+@dataclass
+class StandaloneResult:
+    code: str
+    changed: bool
+    modules: list[str] = field(default_factory=list)  # inlined modules, in order
+    findings: list[Problem] = field(default_factory=list)  # problems downgraded by --allow-unresolved
+
+
+@dataclass(frozen=True)
+class _PublicImport:
+    """One name a public top-level import binds, in a form that can be re-emitted under another name."""
+
+    kind: str  # "import" (`import a.b` binding a), "import-as" (`import a.b as x`), "from"
+    module: str
+    attr: Optional[str]
+    bound: str
+
+    @property
+    def identity(self) -> tuple:
+        """What object the name holds: two imports with the same identity can share one name."""
+        if self.kind == "import":
+            return ("module", self.module.split(".")[0])
+        if self.kind == "import-as":
+            return ("module", self.module)
+        return ("from", self.module, self.attr)
+
+
+def make_standalone(script: Path, packages: Sequence[str], search_paths: Iterable[Path] = (),
+                    allow_unresolved: bool = False, source: Optional[str] = None) -> StandaloneResult:
+    """Inline everything `script` uses from `packages`. Raises StandaloneError (nothing to write) on problems."""
+    script = Path(script)
+    text = source if source is not None else script.read_bytes().decode("utf-8")
+    roots = [script.resolve().parent, *search_paths, Path.cwd()]
+    resolver = SourceResolver(roots, packages)
+    display = display_path(script)
+    try:
+        info = ModuleAnalyzer(SCRIPT, display, "", text, resolver.is_stripped).analyze()
+    except SyntaxError as exc:
+        line = getattr(exc, "lineno", None) or 1
+        raise StandaloneError([Problem(display, line, 1, "script", f"cannot parse: {exc}")]) from None
+    project = Project(resolver)
+    project.add_script(info)
+    closure = Closure(project, info)
+    closure.run()
+    problems = [p for p, _, _ in closure.problems]
+    if problems and not allow_unresolved:
+        raise StandaloneError(problems)
+    if not any(st.imports for st in info.statements) and not problems:
+        return StandaloneResult(text, False)
+    code, modules = _Assembler(project, closure, info, allow_unresolved).assemble()
+    verify_standalone(code, packages, display)
+    return StandaloneResult(code, code != text, modules, sorted(set(problems)))
+
+
+class _Assembler:
+    def __init__(self, project: Project, closure: Closure, script: ModuleInfo, allow_unresolved: bool):
+        self.project = project
+        self.closure = closure
+        self.script = script
+        self.allow_unresolved = allow_unresolved
+        self.order = closure.execution_order()
+        self.keys = sorted((k for k in closure.included if k[0] != SCRIPT), key=lambda k: self.order[k])
+        self.final: dict[Sym, str] = {}
+        self.header_imports: list[cst.SimpleStatementLine] = []
+
+    # -- names -----------------------------------------------------------------------------------------
+
+    def _public_entries(self, module: str, st: Statement) -> list[_PublicImport]:
+        out = []
+        for small in st.node.body:
+            if isinstance(small, cst.Import):
+                for alias in small.names:
+                    full = dotted_name(alias.name) or ""
+                    if alias.asname is not None:
+                        out.append(_PublicImport("import-as", full, None, alias.asname.name.value))
+                    else:
+                        out.append(_PublicImport("import", full, None, full.split(".")[0]))
+            elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
+                mod = dotted_name(small.module) if small.module is not None else ""
+                if mod == "__future__":
+                    continue
+                for alias in small.names:
+                    name = alias.name.value
+                    bound = alias.asname.name.value if alias.asname is not None else name
+                    out.append(_PublicImport("from", mod, name, bound))
+        return out
+
+    def _leading_script_imports(self) -> list[int]:
+        """Indices of the script's docstring, __future__ imports and the import block right after them."""
+        out = []
+        for st in self.script.statements:
+            if st.kind in ("docstring", "future", "import") and (st.kind != "docstring" or st.index == 0):
+                out.append(st.index)
+            else:
+                break
+        return out
+
+    def _allocate(self) -> None:
+        taken = set(self.script.local_bindings) | self.closure.builtins_used | set(keyword.kwlist)
+        for sym in self.closure.needed:
+            if sym.module == SCRIPT:
+                self.final[sym] = sym.name
+        by_identity: dict[tuple, str] = {}
+        for index in self._leading_script_imports():
+            st = self.script.statements[index]
+            if st.kind == "import":
+                for entry in self._public_entries(SCRIPT, st):
+                    by_identity.setdefault(entry.identity, entry.bound)
+        self.public_plan: list[tuple[_PublicImport, str]] = []
+        emitted_text: set[str] = set()
+        for module, index in self.keys:
+            info = self.project.module(module)
+            st = info.statements[index]
+            if st.kind != "import":
+                continue
+            for entry in self._public_entries(module, st):
+                sym = Sym(module, entry.bound)
+                if sym not in self.closure.needed or sym in self.final:
+                    continue
+                name = by_identity.get(entry.identity)
+                if name is None or not self._fits(sym, name):
+                    name = self._free_name(sym, entry.bound, taken, public=True)
+                    if entry.kind == "import" and name != entry.bound:
+                        name = entry.bound  # `import a.b` binds `a` and cannot be renamed; keep it
+                    taken.add(name)
+                    by_identity.setdefault(entry.identity, name)
+                self.final[sym] = name
+                text = f"{entry.kind}:{entry.module}:{entry.attr}:{name}"
+                if text not in emitted_text and not self._script_has(entry, name):
+                    emitted_text.add(text)
+                    self.public_plan.append((entry, name))
+        for module, index in self.keys:
+            info = self.project.module(module)
+            st = info.statements[index]
+            if st.kind == "import":
+                continue
+            for name in sorted(st.binds):
+                sym = Sym(module, name)
+                if sym in self.final:
+                    continue
+                self.final[sym] = self._free_name(sym, name, taken)
+                taken.add(self.final[sym])
+
+    def _script_has(self, entry: _PublicImport, name: str) -> bool:
+        for index in self._leading_script_imports():
+            st = self.script.statements[index]
+            if st.kind == "import" and any(e.identity == entry.identity and e.bound == name and e.kind == entry.kind
+                                           and e.module == entry.module for e in self._public_entries(SCRIPT, st)):
+                return True
+        return False
+
+    def _fits(self, sym: Sym, name: str) -> bool:
+        """No use site of `sym` that reads it under another name has a local variable called `name`."""
+        return all(name not in r.shadow_names for r in self.closure.sym_refs.get(sym, []) if r.name != name)
+
+    def _free_name(self, sym: Sym, name: str, taken: set[str], public: bool = False) -> str:
+        if name not in taken and self._fits(sym, name):
+            return name
+        stem = name if public else f"{name}_{sym.module.rsplit('.', 1)[-1]}"
+        candidate, n = stem, 1
+        while candidate in taken or not self._fits(sym, candidate) or candidate == name:
+            n += 1
+            candidate = f"{stem}_{n}"
+        return candidate
+
+    # -- rewriting -------------------------------------------------------------------------------------
+
+    def _name_for(self, module: str, ref: Ref) -> tuple[Optional[cst.CSTNode], Optional[cst.CSTNode]]:
+        """(node to replace, replacement) for one read, or (None, None) when it stays as written."""
+        target, used = self.closure.targets.get(id(ref), (None, 0))
+        if isinstance(target, Sym):
+            new = self.final.get(target, target.name)
+            if ref.string_inner is not None:
+                node = ref.chain_nodes[used - 1] if used else ref.string_inner
+            else:
+                node = ref.chain_nodes[used - 1] if used else ref.node
+            if used == 0 and new == ref.name:
+                return None, None
+            return node, cst.Name(new)
+        if isinstance(target, Dunder) and module != SCRIPT and ref.string_inner is None:
+            if target.name == "__name__":
+                return ref.node, cst.SimpleString(repr(module))
+            if target.name == "__package__":
+                return ref.node, cst.SimpleString(repr(self.project.module(module).package))
+        return None, None
+
+    def _rewrite(self, module: str, st: Statement) -> Optional[cst.BaseStatement]:
+        info = self.project.module(module)
+        replace: dict[int, object] = {}
+        strings: dict[int, dict[int, cst.CSTNode]] = {}
+        string_exprs: dict[int, cst.BaseExpression] = {}
+        for ref in st.refs:
+            node, new = self._name_for(module, ref)
+            if node is None:
+                continue
+            if ref.string_inner is not None:
+                strings.setdefault(id(ref.node), {})[id(node)] = new
+                string_exprs[id(ref.node)] = ref.string_expr
+            else:
+                replace[id(node)] = new
+        for sid, inner in strings.items():
+            original = next(r.node for r in st.refs if id(r.node) == sid)
+            expr = string_exprs[sid].visit(_Replace(inner))
+            replace[sid] = original.with_changes(
+                value=f"{original.prefix}{original.quote}{code_of(expr)}{original.quote}")
+        renames = {name: self.final[Sym(module, name)] for name in st.binds
+                   if Sym(module, name) in self.final and self.final[Sym(module, name)] != name}
+        for node in st.binding_nodes:
+            if node.value in renames:
+                replace[id(node)] = cst.Name(renames[node.value])
+        module_renames = {s.name: n for s, n in self.final.items() if s.module == module and s.name != n}
+        for node in _global_names(st.node):
+            if node.value in module_renames:
+                replace[id(node)] = cst.Name(module_renames[node.value])
+        self._rewrite_imports(module, info, st, replace, module_renames)
+        if self.allow_unresolved:
+            for problem, where, node in self.closure.problems:
+                if where == module and node is not None and id(node) in info.nodes_of_stmt[st.index]:
+                    site = _statement_of(info, node)
+                    replace[id(site)] = _raise_for(problem, site)
+        result = st.node.visit(_Replace(replace))
+        if isinstance(result, cst.RemovalSentinel):
+            return None
+        return result
+
+    def _rewrite_imports(self, module: str, info: ModuleInfo, st: Statement, replace: dict,
+                         module_renames: dict[str, str]) -> None:
+        by_node: dict[int, list] = {}
+        for imp in st.imports:
+            by_node.setdefault(id(imp.node), []).append(imp)
+        for imps in by_node.values():
+            node = imps[0].node
+            assigns = []
+            for imp in imps:
+                if not imp.function_level and imp.local in info.mixed:
+                    target = self.project.resolve_import(imp)
+                    if isinstance(target, Sym):
+                        local = self.final.get(Sym(module, imp.local), imp.local)
+                        assigns.append(cst.Assign([cst.AssignTarget(cst.Name(local))],
+                                                  cst.Name(self.final.get(target, target.name))))
+            keep = []
+            if isinstance(node, cst.Import):
+                project_full = {imp.module for imp in imps} | {
+                    imp.module for imp in imps if imp.kind == "module"}
+                keep = [a for a in node.names if (dotted_name(a.name) or "") not in project_full
+                        and not self.project.resolver.is_stripped(dotted_name(a.name) or "")]
+            if keep:
+                keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+                replace[id(node)] = node.with_changes(names=keep)
+            elif assigns:
+                replace[id(node)] = _Several(assigns)
+            else:
+                replace[id(node)] = cst.RemovalSentinel.REMOVE
+        # Public imports nested in module-level blocks keep their place; rename what they bind if needed.
+        if st.kind != "import":
+            for small in _nested_imports(st.node):
+                if id(small) in by_node or isinstance(small.names, cst.ImportStar):
+                    continue
+                names = []
+                for alias in small.names:
+                    bound = alias.asname.name.value if alias.asname is not None else (
+                        alias.name.value if isinstance(alias.name, cst.Name) else None)
+                    if bound in module_renames:
+                        alias = alias.with_changes(asname=cst.AsName(cst.Name(module_renames[bound])))
+                    names.append(alias)
+                replace[id(small)] = small.with_changes(names=names)
+
+    # -- assembly --------------------------------------------------------------------------------------
+
+    def assemble(self) -> tuple[str, list[str]]:
+        self._allocate()
+        script = self.script
+        leading = self._leading_script_imports()
+        head: list[cst.BaseStatement] = []
+        for index in leading:
+            new = self._rewrite(SCRIPT, script.statements[index])
+            if new is not None:
+                head.append(new)
+        if any(self.project.module(m).future_annotations for m, _ in self.keys) and not script.future_annotations:
+            future = cst.parse_statement("from __future__ import annotations\n")
+            at = 1 if head and script.statements[0].kind == "docstring" else 0
+            if at:
+                future = _with_blank_lines(future, 1)
+                if len(head) > 1:
+                    head[1] = _with_blank_lines(head[1], 1)
+            head.insert(at, future)
+        new_imports = self._header_imports()
+        if new_imports and head and not any(script.statements[i].kind == "import" for i in leading):
+            new_imports[0] = _with_blank_lines(new_imports[0], 1)
+        head.extend(new_imports)
+
+        body: list[cst.BaseStatement] = []
+        modules: list[str] = []
+        previous = None
+        for module, index in self.keys:
+            info = self.project.module(module)
+            st = info.statements[index]
+            if st.kind == "import" and st.public_import:
+                continue
+            new = self._rewrite(module, st)
+            if new is None:
+                continue
+            if module != previous:
+                new = _with_block_comment(new, f"# from {module}")
+                modules.append(module)
+                previous = module
+            body.append(new)
+        for key in sorted(self.closure.public_stars, key=lambda k: self.order.get(k, 0)):
+            module, index = key
+            star = self.project.module(module).statements[index].node
+            head.append(star)
+
+        rest: list[cst.BaseStatement] = []
+        for st in script.statements:
+            if st.index in leading:
+                continue
+            new = self._rewrite(SCRIPT, st)
+            if new is not None:
+                rest.append(new)
+        if rest and body:
+            rest[0] = _with_blank_lines(rest[0], 2)
+        if body and not head:
+            body[0] = body[0].with_changes(leading_lines=_strip_blank(body[0].leading_lines))
+        module_node = script.module.with_changes(body=head + body + rest)
+        return module_node.code, modules
+
+    def _header_imports(self) -> list[cst.SimpleStatementLine]:
+        lines: list[cst.SimpleStatementLine] = []
+        from_groups: dict[str, list[cst.ImportAlias]] = {}
+        order: list[tuple[str, str]] = []
+        for entry, name in self.public_plan:
+            if entry.kind == "from":
+                if entry.module not in from_groups:
+                    from_groups[entry.module] = []
+                    order.append(("from", entry.module))
+                asname = cst.AsName(cst.Name(name)) if name != entry.attr else None
+                alias = cst.ImportAlias(cst.Name(entry.attr), asname=asname)
+                if not any(code_of(a) == code_of(alias) for a in from_groups[entry.module]):
+                    from_groups[entry.module].append(alias)
+            else:
+                text = f"import {entry.module}" + (f" as {name}" if entry.kind == "import-as" or
+                                                   name != entry.bound else "")
+                order.append(("import", text))
+        for kind, value in order:
+            if kind == "import":
+                lines.append(cst.parse_statement(value + "\n"))
+            else:
+                aliases = from_groups[value]
+                aliases = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in aliases]
+                lines.append(cst.SimpleStatementLine([cst.ImportFrom(module=cst.parse_expression(value),
+                                                                     names=aliases)]))
+        return lines
+
+
+class _Several:
+    """A replacement of one small statement by several (an import that becomes assignments)."""
+
+    def __init__(self, statements: list[cst.BaseSmallStatement]):
+        self.statements = statements
+
+
+class _Replace(cst.CSTTransformer):
+    """Swaps nodes by identity; drops small statements marked for removal and keeps blocks non-empty."""
+
+    def __init__(self, replace: dict[int, object]):
+        self.replace = replace
+
+    def on_leave(self, original_node, updated_node):
+        rep = self.replace.get(id(original_node))
+        if rep is not None:
+            if isinstance(rep, _Several):
+                return cst.FlattenSentinel(rep.statements)
+            return rep
+        if isinstance(updated_node, cst.SimpleStatementLine) and not updated_node.body:
+            return cst.RemovalSentinel.REMOVE
+        if isinstance(updated_node, cst.SimpleStatementSuite) and not updated_node.body:
+            return updated_node.with_changes(body=[cst.Pass()])
+        if isinstance(updated_node, cst.IndentedBlock):
+            if not updated_node.body:
+                return updated_node.with_changes(body=[cst.SimpleStatementLine([cst.Pass()])])
+            if len(updated_node.body) < len(original_node.body):
+                # A removed import opened the block: the blank line that followed it has nothing to separate.
+                first = updated_node.body[0]
+                body = [first.with_changes(leading_lines=_strip_blank(first.leading_lines)),
+                        *updated_node.body[1:]]
+                return updated_node.with_changes(body=body)
+        return updated_node
+
+
+def _global_names(node: cst.CSTNode) -> list[cst.Name]:
+    found: list[cst.Name] = []
+
+    class Globals(cst.CSTVisitor):
+        def visit_Global(self, g: cst.Global) -> None:
+            found.extend(item.name for item in g.names)
+
+    node.visit(Globals())
+    return found
+
+
+def _nested_imports(node: cst.CSTNode) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+
+    class Imports(cst.CSTVisitor):
+        def visit_FunctionDef(self, _node) -> bool:
+            return False
+
+        def visit_ClassDef(self, _node) -> bool:
+            return False
+
+        def visit_Import(self, imp: cst.Import) -> None:
+            found.append(imp)
+
+        def visit_ImportFrom(self, imp: cst.ImportFrom) -> None:
+            found.append(imp)
+
+    node.visit(Imports())
+    return found
+
+
+def _statement_of(info: ModuleInfo, node: cst.CSTNode) -> cst.CSTNode:
+    cur = node
+    while cur is not None:
+        if isinstance(cur, cst.BaseSmallStatement) or isinstance(cur, cst.BaseCompoundStatement):
+            return cur
+        cur = info.parents.get(cur)
+    return node
+
+
+def _raise_for(problem: Problem, site: cst.CSTNode):
+    message = (f"npu-port standalone could not inline {problem.construct} "
+               f"({problem.path}:{problem.line}): {problem.reason}")
+    stmt = cst.Raise(exc=cst.Call(cst.Name("RuntimeError"), [cst.Arg(cst.SimpleString(repr(message)))]))
+    if isinstance(site, cst.BaseSmallStatement):
+        return stmt
+    return cst.SimpleStatementLine([stmt], leading_lines=getattr(site, "leading_lines", ()))
+
+
+def _strip_blank(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
+    lines = list(lines)
+    while lines and lines[0].comment is None:
+        lines.pop(0)
+    return lines
+
+
+def _with_blank_lines(stmt: cst.BaseStatement, count: int) -> cst.BaseStatement:
+    lines = [cst.EmptyLine()] * count + _strip_blank(stmt.leading_lines)
+    return stmt.with_changes(leading_lines=lines)
+
+
+def _with_block_comment(stmt: cst.BaseStatement, comment: str) -> cst.BaseStatement:
+    lines = [cst.EmptyLine(), cst.EmptyLine(), cst.EmptyLine(comment=cst.Comment(comment))]
+    return stmt.with_changes(leading_lines=lines + _strip_blank(stmt.leading_lines))
