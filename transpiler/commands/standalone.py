@@ -54,6 +54,7 @@ def standalone(source, strip, search_paths, out, allow_unresolved, run_convert, 
             raise click.UsageError(str(exc)) from None
         engine = Engine(settings)
     console = stderr_console(quiet)
+    errors = stderr_console(False)
     if source.is_dir():
         if out is None:
             raise click.UsageError("a folder SOURCE needs --out OUT_DIR")
@@ -63,7 +64,7 @@ def standalone(source, strip, search_paths, out, allow_unresolved, run_convert, 
         jobs = [(source, dest)]
     failed = 0
     for path, dest in jobs:
-        if not _one(path, dest, packages, list(search_paths), allow_unresolved, engine, console):
+        if not _one(path, dest, packages, list(search_paths), allow_unresolved, engine, console, errors):
             failed += 1
     if len(jobs) > 1:
         console.print(f"{len(jobs)} scripts: {len(jobs) - failed} written, {failed} failed")
@@ -81,16 +82,17 @@ def _scripts_in(folder: Path, packages: tuple[str, ...]) -> list[Path]:
     return out
 
 
-def _one(path: Path, dest: Optional[Path], packages, search_paths, allow_unresolved, engine, console) -> bool:
+def _one(path: Path, dest: Optional[Path], packages, search_paths, allow_unresolved, engine, console,
+         errors) -> bool:
     try:
         result = make_standalone(path, packages, search_paths, allow_unresolved)
     except StandaloneError as exc:
         for problem in exc.problems:
-            console.print(problem.render(), markup=False, highlight=False)
-        console.print(f"{path}: nothing written", markup=False)
+            errors.print(problem.render(), markup=False, highlight=False)
+        errors.print(f"{path}: nothing written", markup=False)
         return False
     except (OSError, UnicodeDecodeError) as exc:
-        console.print(f"error: {path}: cannot read: {exc}", markup=False)
+        errors.print(f"error: {path}: cannot read: {exc}", markup=False)
         return False
     data = result.code.encode("utf-8")
     outcome = FileOutcome(str(path), "converted" if result.changed else "unchanged",
@@ -98,7 +100,7 @@ def _one(path: Path, dest: Optional[Path], packages, search_paths, allow_unresol
     if engine is not None:
         converted = engine.convert(data, str(path), "python")
         if converted.outcome.status == "failed":
-            console.print(f"error: {path}: convert failed: {converted.outcome.error}", markup=False)
+            errors.print(f"error: {path}: convert failed: {converted.outcome.error}", markup=False)
             return False
         outcome.findings.extend(converted.outcome.findings)
         data = converted.output if converted.output is not None else data

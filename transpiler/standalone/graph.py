@@ -217,9 +217,10 @@ class ModuleAnalyzer:
         ast.parse(self.source)  # refuses pathological nesting before LibCST's native parser sees it
         wrapper = MetadataWrapper(cst.parse_module(self.source))
         module = wrapper.module
-        scopes = wrapper.resolve(ScopeProvider)
-        self.positions = wrapper.resolve(PositionProvider)
-        self.parents = wrapper.resolve(ParentNodeProvider)
+        meta = wrapper.resolve_many([ScopeProvider, PositionProvider, ParentNodeProvider])  # one traversal
+        scopes = meta[ScopeProvider]
+        self.positions = meta[PositionProvider]
+        self.parents = meta[ParentNodeProvider]
         stmts = [Statement(i, node, self.positions[node].start.line) for i, node in enumerate(module.body)]
         self.owner: dict[int, int] = {}
         nodes_of_stmt = []

@@ -67,6 +67,11 @@ def display_path(path: Path) -> str:
         return str(path)
 
 
+# Parsed modules, shared by the scripts of one run (a folder of scripts reuses the package's analysis).
+# Keyed by everything the analysis depends on, so an edited file is parsed again.
+_ANALYSED: dict[tuple, ModuleInfo] = {}
+
+
 class Project:
     """Loads stripped modules on demand (parsed, never imported) and resolves names across them."""
 
@@ -108,9 +113,15 @@ class Project:
                 text = read_source(src.path).decode("utf-8")
             except (ReadError, UnicodeDecodeError) as exc:
                 raise ModuleLoadError(f"cannot read {display_path(src.path)}: {exc}") from None
+        stat = src.path.stat()
+        key = (str(src.path), stat.st_mtime_ns, stat.st_size, name, display_path(src.path), self.resolver.packages)
+        if key in _ANALYSED:
+            return _ANALYSED[key]
         try:
-            return ModuleAnalyzer(name, display_path(src.path), src.package, text,
+            info = ModuleAnalyzer(name, display_path(src.path), src.package, text,
                                   self.resolver.is_stripped).analyze()
+            _ANALYSED[key] = info
+            return info
         except SyntaxError as exc:
             raise ModuleLoadError(f"cannot parse {display_path(src.path)}: {exc}") from None
         except Exception as exc:  # LibCST parser errors
