@@ -145,7 +145,7 @@ class _Assembler:
                 name = by_identity.get(entry.identity)
                 if name is None or not self._fits(sym, name):
                     name = self._free_name(sym, entry.bound, taken, public=True)
-                    if entry.kind == "import" and name != entry.bound:
+                    if entry.kind == "import" and "." in entry.module and name != entry.bound:
                         name = entry.bound  # `import a.b` binds `a` and cannot be renamed; keep it
                     taken.add(name)
                     by_identity.setdefault(entry.identity, name)
