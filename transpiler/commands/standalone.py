@@ -94,6 +94,9 @@ def _one(path: Path, dest: Optional[Path], packages, search_paths, allow_unresol
     except (OSError, UnicodeDecodeError) as exc:
         errors.print(f"error: {path}: cannot read: {exc}", markup=False)
         return False
+    except (RecursionError, ValueError) as exc:  # a pathological file must not end a folder run
+        errors.print(f"error: {path}: cannot process: {type(exc).__name__}: {exc}", markup=False)
+        return False
     data = result.code.encode("utf-8")
     outcome = FileOutcome(str(path), "converted" if result.changed else "unchanged",
                           [p.to_finding() for p in result.findings])

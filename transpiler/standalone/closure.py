@@ -169,6 +169,8 @@ class Closure:
         parent = name.rpartition(".")[0]
         if parent:
             self._execute(parent, importer, imp)
+            if name in self.executed:
+                return  # the parent's __init__ imported it
         self.executed.append(name)
         for st in info.statements:
             for sub in st.imports:
@@ -260,14 +262,16 @@ class Closure:
         def visit(name: str) -> None:
             if name in visited:
                 return
+            parent = name.rpartition(".")[0]
+            if parent:
+                visit(parent)  # Python runs the parent package first; its __init__ may import `name` itself
+                if name in visited:
+                    return
             visited.add(name)
             try:
                 info = self.info(name)
             except ModuleLoadError:
                 return
-            parent = name.rpartition(".")[0]
-            if parent:
-                visit(parent)
             for st in info.statements:
                 for imp in st.imports:
                     if not imp.function_level and not imp.type_checking:
