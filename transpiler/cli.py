@@ -6,6 +6,7 @@ import click
 
 from transpiler import __version__
 from transpiler.commands.convert import convert
+from transpiler.commands.generate import generate
 from transpiler.commands.rules import rules
 from transpiler.commands.standalone import standalone
 
@@ -17,6 +18,7 @@ def cli() -> None:
 
 
 cli.add_command(convert)
+cli.add_command(generate)
 cli.add_command(rules)
 cli.add_command(standalone)
 

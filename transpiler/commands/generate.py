@@ -1,0 +1,158 @@
+"""`npu-port generate KIND`: write a training script, inference adapter or pipeline from a skeleton.
+
+Each KIND is a subcommand whose options come from skeletons/<kind>/schema.yaml, so `--help` lists
+every option with its type, range and default. Values come from defaults, then `--from SPEC`, then
+the command line; all are validated before anything is written.
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import click
+import yaml
+
+from transpiler.files import atomic_write
+from transpiler.skeletons_engine.render import render, schemas
+from transpiler.skeletons_engine.schema import Option, OptionError, Schema
+
+
+def _click_type(opt: Option) -> click.ParamType:
+    # Ranges are checked by the schema, so a value from --from and one from the command line get the same message.
+    if opt.type == "int":
+        return click.INT
+    if opt.type == "float":
+        return click.FLOAT
+    if opt.type == "choice":
+        return click.Choice(opt.choices)
+    return click.STRING
+
+
+def _help(opt: Option) -> str:
+    default = "unset" if opt.default is None else json.dumps(opt.default)
+    rng = opt.describe_range()
+    return f"{opt.help} [{opt.type}{'; ' + rng if rng else ''}; default: {default}]"
+
+
+def _option_decorator(opt: Option):
+    if opt.type == "bool":
+        flag = opt.flag[2:]
+        return click.option(f"--{flag}/--no-{flag}", opt.name, default=None, help=_help(opt))
+    metavar = {"int": "INT", "float": "FLOAT", "str": "TEXT", "identifier": "NAME", "config_name": "NAME"}
+    return click.option(opt.flag, opt.name, type=_click_type(opt), default=None, help=_help(opt),
+                        metavar=metavar.get(opt.type))
+
+
+def load_spec(path: Path) -> dict[str, Any]:
+    """Options from a YAML or JSON file: a mapping of option names (dashes or underscores) to values."""
+    try:
+        text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        raise click.UsageError(f"--from {path}: cannot read: {exc.strerror}") from None
+    try:
+        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+    except (ValueError, yaml.YAMLError) as exc:
+        raise click.UsageError(f"--from {path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
+    if data is None:
+        return {}
+    if not isinstance(data, dict):
+        raise click.UsageError(f"--from {path}: expected a mapping of option names to values")
+    return data
+
+
+def _make_command(schema: Schema) -> click.Command:
+    def run(output: Optional[Path], spec: Optional[Path], config_out: Optional[Path], force: bool,
+            show_options: bool, **cli_values: Any) -> None:
+        given: dict[str, Any] = load_spec(spec) if spec else {}
+        spec_kind = given.pop("kind", schema.kind)
+        if spec_kind != schema.kind:
+            raise click.UsageError(f"--from {spec}: the spec is for {spec_kind!r}, not {schema.kind!r}")
+        given.update({k: v for k, v in cli_values.items() if v is not None})
+        extra: dict[str, Any] = {}
+        config_path = _config_destination(schema, given, output, config_out, extra)
+        try:
+            values = schema.validate(given)
+        except OptionError as exc:
+            raise click.UsageError("invalid options:\n  " + "\n  ".join(exc.problems)) from None
+        if show_options:
+            click.echo(yaml.safe_dump({"kind": schema.kind, **values}, sort_keys=False), nl=False)
+            return
+        rendered = render(schema.kind, values, extra)
+        if schema.template.endswith(".py.j2"):
+            ast.parse(rendered.main)  # a template bug must never reach the user's disk
+        targets = [p for p in (output, config_path) if p is not None and str(p) != "-"]
+        existing = [str(p) for p in targets if p.exists()]
+        if existing and not force:
+            raise click.UsageError(f"{', '.join(existing)} already exist(s); use --force to overwrite")
+        if output is None or str(output) == "-":
+            sys.stdout.write(rendered.main)
+        else:
+            atomic_write(output, rendered.main.encode("utf-8"), 0o755 if rendered.main.startswith("#!") else 0o644)
+            click.echo(f"wrote {output}", err=True)
+        if config_path is not None and rendered.config is not None:
+            atomic_write(config_path, rendered.config.encode("utf-8"), 0o644)
+            click.echo(f"wrote {config_path}", err=True)
+
+    run.__doc__ = schema.summary
+    command = run
+    for opt in reversed(list(schema.options.values())):
+        command = _option_decorator(opt)(command)
+    for deco in reversed([
+        click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
+                     help="File to write (default: stdout)."),
+        click.option("--from", "spec", type=click.Path(path_type=Path, dir_okay=False),
+                     help="Read options from a YAML or JSON file; command-line options win."),
+        click.option("--config-out", type=click.Path(path_type=Path, dir_okay=False),
+                     help="Also write the matching framework config (VERL / MindSpeed-RL YAML)."
+                     if schema.config_template else "Not used by this kind."),
+        click.option("--force", is_flag=True, help="Overwrite existing files."),
+        click.option("--show-options", is_flag=True,
+                     help="Print the effective options as a YAML spec (usable with --from) and exit."),
+    ]):
+        command = deco(command)
+    return click.command(schema.kind, help=schema.summary, short_help=schema.summary.split(":")[0])(command)
+
+
+def _config_destination(schema: Schema, given: dict[str, Any], output: Optional[Path],
+                        config_out: Optional[Path], extra: dict[str, Any]) -> Optional[Path]:
+    """Where the framework config goes; for msrl-train also ties the Hydra config name to the file name."""
+    if config_out is not None and not schema.config_template:
+        raise click.UsageError(f"{schema.kind} has no framework config; drop --config-out")
+    if "config_name" not in schema.options:
+        return config_out
+    # msrl-train: the launch script runs `--config-name <name>` and finds the YAML relative to itself.
+    name = given.get("config_name", given.get("config-name"))
+    if config_out is not None:
+        if config_out.suffix not in (".yaml", ".yml"):
+            raise click.UsageError("--config-out: MindSpeed-RL reads its config as <name>.yaml; use a .yaml file")
+        if name is not None and name != config_out.stem:
+            raise click.UsageError(f"--config-name {name!r} and --config-out {config_out.name!r} disagree; "
+                                   "Hydra finds the config by its file name")
+        given["config_name"] = config_out.stem
+    elif output is None or str(output) == "-":
+        raise click.UsageError(f"{schema.kind} writes a launch script and a YAML config: give -o FILE "
+                               "(the YAML goes next to it) or --config-out FILE.yaml")
+    else:
+        config_out = output.parent / f"{name or schema.options['config_name'].default}.yaml"
+    script_dir = (output.parent if output is not None and str(output) != "-" else Path("."))
+    extra["config_file"] = os.path.relpath(config_out, script_dir)
+    return config_out
+
+
+class _KindGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return list(schemas())
+
+    def get_command(self, ctx: click.Context, name: str) -> Optional[click.Command]:
+        schema = schemas().get(name)
+        return _make_command(schema) if schema else None
+
+
+@click.group(cls=_KindGroup)
+def generate() -> None:
+    """Generate an Ascend NPU training script, inference adapter or pipeline (KIND --help for options)."""
