@@ -9,6 +9,7 @@ from transpiler.commands.convert import convert
 from transpiler.commands.generate import generate
 from transpiler.commands.rules import rules
 from transpiler.commands.standalone import standalone
+from transpiler.commands.weave import weave_command
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
@@ -21,6 +22,7 @@ cli.add_command(convert)
 cli.add_command(generate)
 cli.add_command(rules)
 cli.add_command(standalone)
+cli.add_command(weave_command)
 
 
 def main() -> None:

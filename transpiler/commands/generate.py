@@ -39,7 +39,7 @@ def _help(opt: Option) -> str:
     return f"{opt.help} [{opt.type}{'; ' + rng if rng else ''}; default: {default}]"
 
 
-def _option_decorator(opt: Option):
+def schema_option(opt: Option):
     if opt.type == "bool":
         flag = opt.flag[2:]
         return click.option(f"--{flag}/--no-{flag}", opt.name, default=None, help=_help(opt))
@@ -101,7 +101,7 @@ def _make_command(schema: Schema) -> click.Command:
     run.__doc__ = schema.summary
     command = run
     for opt in reversed(list(schema.options.values())):
-        command = _option_decorator(opt)(command)
+        command = schema_option(opt)(command)
     for deco in reversed([
         click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
                      help="File to write (default: stdout)."),

@@ -151,8 +151,6 @@ def render(kind: str, values: Mapping[str, Any], extra: Mapping[str, Any] | None
     return Rendered(kind, main, config, schema.config_language)
 
 
-def render_partial(template: str, values: Mapping[str, Any]) -> str:
-    """Render one template file (e.g. the adapter classes for weave) with `values` as its context."""
-    ctx = dict(values)
-    ctx["npu_env_vars"] = npu_env_vars()
-    return environment().get_template(template).render(ctx)
+def render_partial(template: str, kind: str, values: Mapping[str, Any]) -> str:
+    """Render one template file (e.g. the adapter classes for weave) with `kind`'s validated `values`."""
+    return environment().get_template(template).render(template_context(kind, values))
