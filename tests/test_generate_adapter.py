@@ -1,0 +1,207 @@
+"""The generated adapter's own logic, run on CPU with a fake engine (vLLM itself needs NPUs or GPUs).
+
+`vllm` is replaced in sys.modules by a stub whose SamplingParams records its keywords and whose LLM
+must never be built; the engine is injected. The vLLM calls themselves are checked statically
+against the real package by test_generate.py (conformance).
+"""
+
+from __future__ import annotations
+
+import sys
+import types
+from dataclasses import dataclass, field
+
+import pytest
+
+from transpiler.skeletons_engine.render import render, schemas
+
+
+class StubSamplingParams:
+    def __init__(self, **kwargs):
+        self.kwargs = kwargs
+
+
+class ForbiddenLLM:
+    def __init__(self, **kwargs):
+        raise AssertionError("the test must inject an engine; the real LLM was built with %r" % kwargs)
+
+
+@dataclass
+class Completion:
+    text: str
+
+
+@dataclass
+class RequestOutput:
+    request_id: str
+    outputs: list
+
+
+@dataclass
+class FakeEngine:
+    """Answers each prompt with its upper-cased text and records every call."""
+    calls: list = field(default_factory=list)
+    drop_one: bool = False
+
+    def generate(self, prompts, sampling_params=None, *, use_tqdm=True):
+        self.calls.append(("generate", list(prompts), sampling_params, use_tqdm))
+        outs = [RequestOutput(str(i), [Completion(p.upper())]) for i, p in enumerate(prompts)]
+        return outs[:-1] if self.drop_one else outs
+
+    def chat(self, messages, sampling_params=None, use_tqdm=True):
+        self.calls.append(("chat", messages, sampling_params, use_tqdm))
+        return [RequestOutput("c", [Completion("reply to " + messages[-1]["content"])])]
+
+
+def load_generated(kind: str, monkeypatch, **options) -> types.ModuleType:
+    vllm = types.ModuleType("vllm")
+    vllm.LLM = ForbiddenLLM
+    vllm.SamplingParams = StubSamplingParams
+    monkeypatch.setitem(sys.modules, "vllm", vllm)
+    for name in ("ray", "hydra", "omegaconf", "verl", "verl.trainer", "verl.trainer.main_ppo",
+                 "verl.trainer.ppo", "verl.trainer.ppo.utils"):
+        if kind == "pipeline":
+            stub = types.ModuleType(name)
+            stub.__getattr__ = lambda attr: object  # any imported name exists
+            monkeypatch.setitem(sys.modules, name, stub)
+    source = render(kind, schemas()[kind].validate(options)).main
+    module = types.ModuleType(f"generated_{kind.replace('-', '_')}")
+    monkeypatch.setitem(sys.modules, module.__name__, module)  # dataclasses look their module up
+    exec(compile(source, module.__name__, "exec"), module.__dict__)
+    return module
+
+
+@pytest.fixture
+def adapter_module(monkeypatch):
+    return load_generated("vllm-infer", monkeypatch, max_batch_size=3, temperature=0.2, top_k=-1)
+
+
+def test_batch_splits_into_chunks_and_keeps_order(adapter_module):
+    engine = FakeEngine()
+    adapter = adapter_module.VLLMAdapter(engine=engine)
+    prompts = [f"p{i}" for i in range(7)]
+    assert adapter.batch(prompts) == [p.upper() for p in prompts]
+    assert [len(c[1]) for c in engine.calls] == [3, 3, 1]
+    assert all(c[3] is False for c in engine.calls)  # no progress bars inside an agent loop
+
+
+def test_sampling_settings_become_sampling_params(adapter_module):
+    engine = FakeEngine()
+    adapter = adapter_module.VLLMAdapter(engine=engine)
+    adapter.generate("q")
+    params = engine.calls[0][2].kwargs
+    assert params == {"temperature": 0.2, "top_p": 0.95, "top_k": -1, "max_tokens": 512, "stop": None,
+                      "seed": None}
+    custom = adapter_module.SamplingSettings(temperature=0.0, top_k=0, max_tokens=8, stop=("\n",), seed=3)
+    adapter.generate("q", custom)
+    assert engine.calls[1][2].kwargs == {"temperature": 0.0, "top_p": 0.95, "top_k": -1, "max_tokens": 8,
+                                         "stop": ["\n"], "seed": 3}
+
+
+@pytest.mark.parametrize("kwargs", [{"temperature": -1}, {"top_p": 0}, {"top_p": 1.5}, {"top_k": -2},
+                                    {"max_tokens": 0}, {"stop": "abc"}])
+def test_bad_sampling_settings_raise(adapter_module, kwargs):
+    with pytest.raises(adapter_module.AdapterError):
+        adapter_module.SamplingSettings(**kwargs)
+
+
+def test_chat_formats_and_validates_messages(adapter_module):
+    engine = FakeEngine()
+    adapter = adapter_module.VLLMAdapter(engine=engine)
+    reply = adapter.chat([{"role": "system", "content": "be brief", "name": "x"}, {"role": "user", "content": "hi"}])
+    assert reply == "reply to hi"
+    assert engine.calls[0][1] == [{"role": "system", "content": "be brief"}, {"role": "user", "content": "hi"}]
+    for bad in ([], [{"role": "robot", "content": "x"}], [{"role": "user"}], ["hi"]):
+        with pytest.raises(adapter_module.AdapterError):
+            adapter.chat(bad)
+
+
+def test_engine_errors_are_reported(adapter_module):
+    adapter = adapter_module.VLLMAdapter(engine=FakeEngine(drop_one=True))
+    with pytest.raises(adapter_module.AdapterError, match="2 results for 3 prompts"):
+        adapter.batch(["a", "b", "c"])
+    with pytest.raises(adapter_module.AdapterError, match="not one string"):
+        adapter.batch("abc")
+    with pytest.raises(adapter_module.AdapterError, match="prompt 1"):
+        adapter.batch(["a", 2])
+    with pytest.raises(adapter_module.AdapterError):
+        adapter_module.VLLMAdapter(engine=FakeEngine(), max_batch_size=0)
+    with pytest.raises(adapter_module.AdapterError):
+        adapter_module.VLLMAdapter(engine=FakeEngine(), gpu_memory_utilization=1.5)
+
+
+def test_reload_weights_rebuilds_the_engine_from_the_new_directory(adapter_module, tmp_path):
+    built = []
+
+    def factory(model):
+        built.append(model)
+        return FakeEngine()
+
+    adapter = adapter_module.VLLMAdapter("base-model", engine_factory=factory)
+    adapter.generate("x")
+    with pytest.raises(adapter_module.AdapterError, match="config.json"):
+        adapter.reload_weights(str(tmp_path))
+    (tmp_path / "config.json").write_text("{}")
+    adapter.reload_weights(str(tmp_path))
+    adapter.generate("y")
+    assert built == ["base-model", str(tmp_path)]
+
+
+def test_parallel_settings_reach_the_engine_constructor(monkeypatch):
+    module = load_generated("vllm-infer", monkeypatch, tensor_parallel_size=4, pipeline_parallel_size=2,
+                            distributed_executor_backend="ray")
+    captured = {}
+
+    class RecordingLLM:
+        def __init__(self, **kwargs):
+            captured.update(kwargs)
+
+    module.LLM = RecordingLLM
+    module.VLLMAdapter("m").engine
+    assert captured["tensor_parallel_size"] == 4 and captured["pipeline_parallel_size"] == 2
+    assert captured["distributed_executor_backend"] == "ray"
+    assert "device" not in captured and "npu_memory_utilization" not in captured
+
+
+def test_openai_server_adapter_over_a_fake_transport(adapter_module):
+    sent = []
+
+    def transport(path, payload):
+        sent.append((path, payload))
+        if path == "/completions":
+            return {"choices": [{"index": i, "text": p[::-1]} for i, p in reversed(list(enumerate(payload["prompt"])))]}
+        return {"choices": [{"index": 0, "message": {"role": "assistant", "content": "ok"}}]}
+
+    client = adapter_module.OpenAIServerAdapter("http://h:8000/v1/", "m", transport=transport)
+    assert client.batch(["ab", "cd", "ef", "gh"]) == ["ba", "dc", "fe", "hg"]
+    assert [len(p["prompt"]) for _, p in sent] == [3, 1]
+    assert sent[0][1]["temperature"] == 0.2 and "top_k" not in sent[0][1]
+    assert client.chat([{"role": "user", "content": "hi"}]) == "ok"
+    assert sent[-1][0] == "/chat/completions" and sent[-1][1]["messages"] == [{"role": "user", "content": "hi"}]
+    assert client.base_url == "http://h:8000/v1"
+    bad = adapter_module.OpenAIServerAdapter(transport=lambda p, b: {"error": "overloaded"})
+    with pytest.raises(adapter_module.AdapterError, match="expected 1 choices"):
+        bad.generate("x")
+
+
+def test_openai_http_errors_become_adapter_errors(adapter_module):
+    client = adapter_module.OpenAIServerAdapter("http://127.0.0.1:9", timeout=2)
+    with pytest.raises(adapter_module.AdapterError, match="failed"):
+        client.generate("x")
+
+
+def test_pipeline_hands_the_newest_checkpoint_to_the_adapter(monkeypatch, tmp_path):
+    module = load_generated("pipeline", monkeypatch)
+    assert module.latest_checkpoint(str(tmp_path)) is None
+    (tmp_path / "latest_checkpointed_iteration.txt").write_text("40\n")
+    assert module.latest_checkpoint(str(tmp_path)) is None  # recorded but the folder is missing
+    hf = tmp_path / "global_step_40" / "actor" / "huggingface"
+    hf.mkdir(parents=True)
+    (hf / "config.json").write_text("{}")
+    assert module.latest_checkpoint(str(tmp_path)) == str(tmp_path / "global_step_40")
+    built = []
+    adapter = module.VLLMAdapter("base", engine_factory=lambda m: built.append(m) or FakeEngine())
+    assert module.hand_off(adapter, str(tmp_path)) == str(hf)
+    adapter.generate("x")
+    assert built == [str(hf)]
+    assert module.OVERRIDES["actor_rollout_ref.actor.checkpoint.save_contents"][-1] == "hf_model"
