@@ -187,28 +187,12 @@ class _PythonChecker:
         except api_facts.UnknownPackage:
             self._issue(node, "unverified", qual, f"{qual}: no API snapshot for {pkg}")
             return False
-        qual = snap.canonical(qual)
-        parts = qual.split(".")
-        for cut in range(len(parts) - 1, 0, -1):
-            module = ".".join(parts[:cut])
-            if not snap.knows_module(module):
-                continue
-            name = parts[cut]
-            if not (snap.has(module, name) or snap.knows_module(f"{module}.{name}")):
-                self._issue(node, "error", qual, f"{module} has no attribute {name!r} "
-                            f"({snap.package} {snap.version or snap.commit})")
-                return False
-            if cut + 1 < len(parts):
-                # An attribute of a recorded class (vllm.LLM.generate) needs the class recorded as a module.
-                owner = f"{module}.{name}"
-                if not snap.knows_module(owner):
-                    self._issue(node, "unverified", qual, f"{qual}: members of {owner} are not in the snapshot")
-                    return False
-                if not snap.has(owner, parts[cut + 1]):
-                    self._issue(node, "error", qual, f"{owner} has no attribute {parts[cut + 1]!r}")
-                    return False
+        # The path as written (a re-export such as mindspeed_rl.RayGRPOTrainer) and the canonical one.
+        verdicts = [_lookup(snap, q) for q in dict.fromkeys((qual, snap.canonical(qual)))]
+        if any(v is None for v in verdicts):
             return True
-        self._issue(node, "unverified", qual, f"{qual}: module not in the {pkg} snapshot")
+        severity, message = next((v for v in verdicts if v[0] == "error"), verdicts[0])
+        self._issue(node, severity, qual, message)
         return False
 
     def _check_call(self, call: ast.Call, qual: str) -> None:
@@ -252,6 +236,27 @@ class _PythonChecker:
                     literal = _literal(value)
                     for issue in check_verl_keys([(key.value, literal)], self.facts, line=key.lineno):
                         self.issues.append(issue)
+
+
+def _lookup(snap: api_facts.ApiSnapshot, qual: str) -> Optional[tuple[str, str]]:
+    """None when `qual` exists in the snapshot, else (severity, message)."""
+    parts = qual.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        module = ".".join(parts[:cut])
+        if not snap.knows_module(module):
+            continue
+        name = parts[cut]
+        if not (snap.has(module, name) or snap.knows_module(f"{module}.{name}")):
+            return "error", f"{module} has no attribute {name!r} ({snap.package} {snap.version or snap.commit})"
+        if cut + 1 < len(parts):
+            # An attribute of a recorded class (vllm.LLM.generate) needs the class recorded as a module.
+            owner = f"{module}.{name}"
+            if not snap.knows_module(owner):
+                return "unverified", f"{qual}: members of {owner} are not in the snapshot"
+            if not snap.has(owner, parts[cut + 1]):
+                return "error", f"{owner} has no attribute {parts[cut + 1]!r}"
+        return None
+    return "unverified", f"{qual}: module not in the {parts[0]} snapshot"
 
 
 def _literal(node: ast.expr) -> Any:

@@ -75,8 +75,13 @@ def weave(source: str, adapter: str = "vllm", *, options: Optional[Mapping[str, 
     body = list(module.body)
     insert_at = _after_imports(body)
     pipeline_stmts = _pipeline_entry(entry_name, handoff_dir)
-    guard_at = next((i for i, s in enumerate(body) if _is_main_guard(s)), None)
+    guard_at = next((i for i, st in enumerate(body) if _is_main_guard(st)), None)
 
+    if guard_at is None:
+        # No main block: the entry goes before the first top-level call of the training entry (so the
+        # rewired call can see it), else last, where it sees every definition of the script.
+        guard_at = next((i for i, st in enumerate(body)
+                         if isinstance(st, cst.SimpleStatementLine) and _rewire(st, entry_name)[1]), None)
     rewired = 0
     new_body: list[cst.BaseStatement] = []
     for i, stmt in enumerate(body):
@@ -86,14 +91,14 @@ def weave(source: str, adapter: str = "vllm", *, options: Optional[Mapping[str, 
         if i == guard_at:
             new_body.extend(pipeline_stmts)
             stmt = _spaced(stmt)
-        if i == guard_at or (isinstance(stmt, cst.SimpleStatementLine) and guard_at is None):
+        if i >= (guard_at if guard_at is not None else len(body)) and not isinstance(
+                stmt, (cst.FunctionDef, cst.ClassDef)):
             stmt, n = _rewire(stmt, entry_name)
             rewired += n
         new_body.append(stmt)
     if insert_at == len(body):
         new_body.extend(_with_marker(new_imports + adapter_body))
     if guard_at is None:
-        # Without a main block the new entry goes last, so it sees every definition of the script.
         new_body.extend(pipeline_stmts)
     out = module.with_changes(body=new_body).code
     note = "" if rewired else (f"no call of {entry_name}() in a main block to point at {PIPELINE_ENTRY}(); "
