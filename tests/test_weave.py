@@ -114,6 +114,9 @@ def test_weave_cli(tmp_path):
     assert result.exit_code == 0, result.output
     assert script.read_text() == _fixture("ddp_train")  # input untouched
     assert "ADAPTER_TENSOR_PARALLEL_SIZE = 2" in out.read_text()
+    diff = CliRunner().invoke(cli, ["weave", str(script), "--diff"])
+    assert diff.output.count("\n+class ") == 5 and "+    run_pipeline(parse_args())" in diff.output
+    assert script.read_text() == _fixture("ddp_train")
     again = CliRunner().invoke(cli, ["weave", str(out), "--in-place"])
     assert again.exit_code == 0 and "unchanged" in again.output
     bad = CliRunner().invoke(cli, ["weave", str(script), "--top-p", "9"])

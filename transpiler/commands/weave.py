@@ -10,6 +10,7 @@ import click
 
 from transpiler.commands.generate import schema_option, load_spec
 from transpiler.files import ReadError, atomic_write, read_source
+from transpiler.render import unified_diff
 from transpiler.skeletons_engine.render import schemas
 from transpiler.skeletons_engine.schema import OptionError
 from transpiler.weave import ADAPTERS, WeaveError, weave
@@ -29,6 +30,7 @@ def _adapter_options(fn):
 @click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
               help="Write the woven script there (default: stdout).")
 @click.option("--in-place", is_flag=True, help="Overwrite SCRIPT (atomic replace).")
+@click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff; write nothing.")
 @click.option("--entry", metavar="NAME", help="The script's training entry function (default: the function "
               "its main block calls, else main/train/run/fit).")
 @click.option("--handoff-dir", metavar="PATH", help="Folder where training leaves Hugging Face weights; "
@@ -36,15 +38,16 @@ def _adapter_options(fn):
 @click.option("--from", "spec", type=click.Path(path_type=Path, dir_okay=False),
               help="Adapter options from a YAML or JSON file; command-line options win.")
 @_adapter_options
-def weave_command(script: Path, adapter: str, output: Optional[Path], in_place: bool, entry: Optional[str],
+def weave_command(script: Path, adapter: str, output: Optional[Path], in_place: bool, show_diff: bool,
+                  entry: Optional[str],
                   handoff_dir: Optional[str], spec: Optional[Path], **cli_values: Any) -> None:
     """Insert the inference adapter into SCRIPT and wire it to the script's training entry.
 
     Adds the adapter classes after the imports and a run_pipeline() entry before the main block, which
     then calls run_pipeline() instead of the entry. Weaving an already woven script changes nothing.
     """
-    if output and in_place:
-        raise click.UsageError("choose one of -o and --in-place")
+    if sum(bool(x) for x in (output, in_place, show_diff)) > 1:
+        raise click.UsageError("choose one of -o, --in-place and --diff")
     options = load_spec(spec) if spec else {}
     options.pop("kind", None)
     options.update({k: v for k, v in cli_values.items() if v is not None})
@@ -65,7 +68,9 @@ def weave_command(script: Path, adapter: str, output: Optional[Path], in_place: 
                    f"{result.rewired_calls} call(s) now go through run_pipeline()", err=True)
         if result.note:
             click.echo(f"{script}: note: {result.note}", err=True)
-    if in_place:
+    if show_diff:
+        sys.stdout.write(unified_diff(str(script), source.encode("utf-8"), result.source.encode("utf-8")))
+    elif in_place:
         if result.changed:
             atomic_write(script, result.source.encode("utf-8"))
     elif output:

@@ -52,12 +52,13 @@ class Option:
     def describe_range(self) -> str:
         if self.type == "choice":
             return "one of " + ", ".join(self.choices)
+        fmt = (lambda v: str(int(v))) if self.type == "int" else (lambda v: f"{v:g}")
         if self.min is not None and self.max is not None:
-            return f"{self.min:g} to {self.max:g}"
+            return f"{fmt(self.min)} to {fmt(self.max)}"
         if self.min is not None:
-            return f">= {self.min:g}"
+            return f">= {fmt(self.min)}"
         if self.max is not None:
-            return f"<= {self.max:g}"
+            return f"<= {fmt(self.max)}"
         return ""
 
     def coerce(self, raw: Any) -> Any:
