@@ -1,0 +1,247 @@
+"""torch.profiler names that torch_npu.profiler also exports move there; ProfilerActivity.CUDA becomes NPU."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional, Sequence, Union
+
+import libcst as cst
+
+from codemods._base import PythonRule
+from transpiler.analysis.imports import dotted_name
+from transpiler.mapping import load_table
+
+
+@dataclass(frozen=True)
+class ProfilerTable:
+    cuda_module: str
+    npu_module: str
+    move: frozenset[str]
+    activity_renames: dict[str, str]
+    activity_members: frozenset[str]
+    activity_hint: str
+    reported: dict[str, str]  # qualified name -> hint
+    cuda_keyword_callables: frozenset[str]
+    cuda_keywords: frozenset[str]
+    cuda_keyword_hint: str
+    missing_methods: frozenset[str]
+    missing_method_hint: str
+
+
+@lru_cache(maxsize=None)
+def profiler_table(target: str) -> ProfilerTable:
+    raw = load_table(target, "profiler")
+    act = raw["activities"]
+    kw = raw["cuda_keywords"]
+    missing = raw["missing_methods"]
+    return ProfilerTable(
+        cuda_module=raw["module"]["cuda"],
+        npu_module=raw["module"]["npu"],
+        move=frozenset(raw["move"]),
+        activity_renames=dict(act["rename"]),
+        activity_members=frozenset(act["npu_members"]),
+        activity_hint=act["hint"],
+        reported={r["cuda"]: r["hint"] for r in raw["reported"]},
+        cuda_keyword_callables=frozenset(kw["callables"]),
+        cuda_keywords=frozenset(kw["keywords"]),
+        cuda_keyword_hint=kw["hint"],
+        missing_methods=frozenset(missing["names"]),
+        missing_method_hint=missing["hint"],
+    )
+
+
+def _with_commas(aliases: Sequence[cst.ImportAlias], original_last_comma) -> list[cst.ImportAlias]:
+    """The aliases as one list: commas between them, the original closing layout after the last one."""
+    out = []
+    for i, alias in enumerate(aliases):
+        if i == len(aliases) - 1:
+            out.append(alias.with_changes(comma=_closing_comma(alias.comma, original_last_comma)))
+        elif alias.comma is cst.MaybeSentinel.DEFAULT:
+            out.append(alias.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" "))))
+        else:
+            out.append(alias)
+    return out
+
+
+def _closing_comma(own, original_last):
+    """The comma after a new last name: the original's closing layout, keeping a comment that followed the name."""
+    own_ws = own.whitespace_after if isinstance(own, cst.Comma) else None
+    comment = own_ws.first_line if isinstance(own_ws, cst.ParenthesizedWhitespace) else None
+    if isinstance(original_last, cst.Comma):
+        ws = original_last.whitespace_after
+        if comment is not None and isinstance(ws, cst.ParenthesizedWhitespace):
+            ws = ws.with_changes(first_line=comment)
+        return original_last.with_changes(whitespace_after=ws)
+    if comment is not None and comment.comment is not None:
+        return own.with_changes(whitespace_after=own_ws.with_changes(indent=False, last_line=cst.SimpleWhitespace("")))
+    return cst.MaybeSentinel.DEFAULT
+
+
+def _module_expr(dotted: str) -> Union[cst.Attribute, cst.Name]:
+    return cst.parse_expression(dotted)  # type: ignore[return-value]
+
+
+class ProfilerToNpu(PythonRule):
+    """torch.profiler's profile, schedule, ProfilerActivity, ... come from torch_npu.profiler.
+
+    What it does:
+        Moves the names torch_npu.profiler exports too (profile, ProfilerActivity, schedule,
+        tensorboard_trace_handler, ProfilerAction, supported_activities) from `torch.profiler` to
+        `torch_npu.profiler`: in `from torch.profiler import ...` (names torch_npu lacks, such as
+        record_function, stay on a separate `from torch.profiler import` line) and in attribute uses
+        (`torch.profiler.profile(...)` -> `torch_npu.profiler.profile(...)`). `ProfilerActivity.CUDA`
+        becomes `ProfilerActivity.NPU` where ProfilerActivity is the profiler's enum; a user enum's
+        `.CUDA` never changes. Reports `use_cuda=`/`use_device=` on profilers, `emit_nvtx`, torch's
+        `_ExperimentalConfig`, and `key_averages()` in files whose profiler moved (torch_npu's
+        profile has no such method). The table is codemods/data/<target>/profiler.yaml.
+
+    Why:
+        torch.profiler records no NPU activity; torch_npu.profiler is the Ascend profiler with the
+        same interface, and its ProfilerActivity has CPU and NPU members.
+
+    Example:
+        from torch.profiler import profile, ProfilerActivity, record_function
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.CUDA]) as prof: ...
+        ->
+        from torch_npu.profiler import profile, ProfilerActivity
+        from torch.profiler import record_function
+        with profile(activities=[ProfilerActivity.CPU, ProfilerActivity.NPU]) as prof: ...
+
+    Fix safety:
+        Review: the interface matches, but torch_npu writes its own trace format through
+        on_trace_ready and lacks key_averages()/events(), which are reported. Attribute uses
+        emit `torch_npu.`, which needs `import torch_npu` (added by the torch-npu-import rule).
+    """
+
+    ID = "profiler-npu"
+    SAFETY = "review"
+    TRIGGERS = ("profiler", "ProfilerActivity")
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.table = profiler_table(ctx.target)
+        self.profile_moved = False
+        self.emitted_torch_npu = False
+        self._method_uses: list[cst.Attribute] = []
+
+    # -- imports ---------------------------------------------------------------------------
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+        body = self._split_imports(updated.body)
+        if body is None:
+            return updated
+        if self.ctx.is_silenced(original, self.ID):
+            return updated
+        if len(updated.body) == 1 and len(body) == 2:
+            # One import became two: put the torch one on its own line below.
+            first = updated.with_changes(body=[body[0].with_changes(semicolon=updated.body[0].semicolon)])
+            second = cst.SimpleStatementLine(body=[body[1].with_changes(semicolon=cst.MaybeSentinel.DEFAULT)])
+            self._note_import(original)
+            return cst.FlattenSentinel([first, second])
+        self._note_import(original)
+        return updated.with_changes(body=body)
+
+    def leave_SimpleStatementSuite(self, original: cst.SimpleStatementSuite, updated: cst.SimpleStatementSuite):
+        body = self._split_imports(updated.body)
+        if body is None or self.ctx.is_silenced(original, self.ID):
+            return updated
+        self._note_import(original)
+        return updated.with_changes(body=body)
+
+    def _note_import(self, node: cst.CSTNode) -> None:
+        self.ctx.note(node, self.ID, f"from {self.table.cuda_module} import ... -> "
+                                     f"from {self.table.npu_module} import ...", kind="change")
+
+    def _split_imports(self, body: Sequence[cst.BaseSmallStatement]) -> Optional[list[cst.BaseSmallStatement]]:
+        """The statements with each `from torch.profiler import` split by where its names live; None: no change."""
+        out: list[cst.BaseSmallStatement] = []
+        changed = False
+        for stmt in body:
+            parts = self._split_one(stmt) if isinstance(stmt, cst.ImportFrom) else None
+            if parts is None:
+                out.append(stmt)
+                continue
+            changed = True
+            out.extend(parts)
+        if not changed:
+            return None
+        # `a; b` needs a semicolon after every statement but the last, which keeps its own.
+        last_semicolon = body[-1].semicolon
+        fixed = []
+        for i, stmt in enumerate(out):
+            if i == len(out) - 1:
+                fixed.append(stmt.with_changes(semicolon=last_semicolon))
+            elif stmt.semicolon is cst.MaybeSentinel.DEFAULT:
+                fixed.append(stmt.with_changes(semicolon=cst.Semicolon(
+                    whitespace_before=cst.SimpleWhitespace(""), whitespace_after=cst.SimpleWhitespace(" "))))
+            else:
+                fixed.append(stmt)
+        return fixed
+
+    def _split_one(self, node: cst.ImportFrom) -> Optional[list[cst.ImportFrom]]:
+        if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
+            return None
+        if dotted_name(node.module) != self.table.cuda_module:
+            return None
+        moved = [a for a in node.names if isinstance(a.name, cst.Name) and a.name.value in self.table.move]
+        if not moved:
+            return None
+        if any(a.name.value == "profile" for a in moved):
+            self.profile_moved = True
+        moved_ids = {id(a) for a in moved}
+        stay = [a for a in node.names if id(a) not in moved_ids]
+        last_comma = node.names[-1].comma if node.lpar is not None else cst.MaybeSentinel.DEFAULT
+        npu = node.with_changes(module=_module_expr(self.table.npu_module), names=_with_commas(moved, last_comma))
+        if not stay:
+            return [npu]
+        torch = node.with_changes(names=_with_commas(stay, last_comma))
+        return [npu, torch]
+
+    # -- uses --------------------------------------------------------------------------------
+    def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
+        attr = original.attr.value
+        if attr in self.table.missing_methods:
+            self._method_uses.append(original)
+            return updated
+        owner = self.ctx.resolve(original.value)
+        if owner is None:
+            return updated
+        if owner == self.table.cuda_module and attr in self.table.move:
+            if attr == "profile":
+                self.profile_moved = True
+            self.emitted_torch_npu = True
+            new = cst.Attribute(value=_module_expr(self.table.npu_module), attr=updated.attr,
+                                dot=updated.dot, lpar=updated.lpar, rpar=updated.rpar)
+            return self.rewrite(original, updated, new, f"{owner}.{attr} -> {self.table.npu_module}.{attr}")
+        if owner in (f"{self.table.cuda_module}.ProfilerActivity", f"{self.table.npu_module}.ProfilerActivity"):
+            return self._activity(original, updated, attr)
+        if f"{owner}.{attr}" in self.table.reported:
+            self.report(original, f"`{owner}.{attr}` has no Ascend NPU counterpart of the same meaning",
+                        hint=self.table.reported[f"{owner}.{attr}"])
+        return updated
+
+    def _activity(self, original: cst.Attribute, updated: cst.Attribute, member: str):
+        new_member = self.table.activity_renames.get(member)
+        if new_member is not None:
+            return self.rewrite(original, updated, updated.with_changes(attr=cst.Name(new_member)),
+                                f"ProfilerActivity.{member} -> ProfilerActivity.{new_member}")
+        if member not in self.table.activity_members and not member.startswith("_"):
+            self.report(original, f"ProfilerActivity.{member} has no Ascend NPU counterpart",
+                        hint=self.table.activity_hint)
+        return updated
+
+    def visit_Call(self, node: cst.Call) -> None:
+        callee = self.ctx.resolve(node.func)
+        if callee not in self.table.cuda_keyword_callables:
+            return
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value in self.table.cuda_keywords:
+                self.report(arg, f"`{arg.keyword.value}=` of {callee} selects CUDA profiling",
+                            hint=self.table.cuda_keyword_hint)
+
+    def finalize(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        if self.profile_moved:
+            for node in self._method_uses:
+                self.report(node, f"`.{node.attr.value}()` of a profiler: torch_npu.profiler.profile lacks it",
+                            hint=self.table.missing_method_hint)
+        return updated
