@@ -1,0 +1,256 @@
+"""`nvidia-smi` run as a presence check becomes `npu-smi info`; code that reads its output is reported."""
+
+from __future__ import annotations
+
+import re
+import shlex
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional
+
+import libcst as cst
+
+from codemods._base import PythonRule
+from transpiler.mapping import load_table
+
+# How each callable treats its command. "run": output goes to the terminal or nowhere, only the exit
+# status can be read; "read": the caller gets the output; "which": looks the program up on PATH.
+_RUNS = {"subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.Popen"}
+_SHELL_RUNS = {"os.system"}
+_READS = {"subprocess.check_output", "subprocess.getoutput", "subprocess.getstatusoutput", "os.popen"}
+_WHICH = {"shutil.which", "distutils.spawn.find_executable"}
+_OUTPUT_DISCARDED = {"subprocess.DEVNULL"}
+
+
+@dataclass(frozen=True)
+class SmiTable:
+    cuda_program: str
+    npu_command: tuple[str, ...]
+    discard_words: frozenset[str]
+    parse_hint: str
+
+    @property
+    def npu_program(self) -> str:
+        return self.npu_command[0]
+
+
+@lru_cache(maxsize=None)
+def smi_table(target: str) -> SmiTable:
+    raw = load_table(target, "smi")
+    return SmiTable(raw["cuda_program"], tuple(raw["npu_command"]), frozenset(raw["discard_words"]),
+                    raw["parse_hint"])
+
+
+def _string_like(node: cst.SimpleString, value: str) -> cst.SimpleString:
+    """A string literal with `value`, quoted like `node`."""
+    return cst.SimpleString(f"{node.prefix}{node.quote}{value}{node.quote}")
+
+
+def _plain_value(node: cst.BaseExpression) -> Optional[str]:
+    """The text of a string literal without escapes or byte prefix, else None."""
+    if not isinstance(node, cst.SimpleString) or "\\" in node.raw_value or "b" in node.prefix.lower():
+        return None
+    return node.raw_value
+
+
+def _presence_calls(expr: cst.BaseExpression) -> list[cst.Call]:
+    """Calls whose result `expr` only tests for truth or None (`if which(x)`, `which(x) is None`, ...)."""
+    if isinstance(expr, cst.Call):
+        if isinstance(expr.func, cst.Name) and expr.func.value == "bool" and len(expr.args) == 1:
+            return _presence_calls(expr.args[0].value)
+        return [expr]
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        return _presence_calls(expr.expression)
+    if isinstance(expr, cst.BooleanOperation):
+        return _presence_calls(expr.left) + _presence_calls(expr.right)
+    if isinstance(expr, cst.Comparison) and all(
+            isinstance(c.operator, (cst.Is, cst.IsNot, cst.Equal, cst.NotEqual))
+            and isinstance(c.comparator, cst.Name) and c.comparator.value == "None"
+            for c in expr.comparisons):
+        return _presence_calls(expr.left)
+    return []
+
+
+class NvidiaSmiToNpuSmi(PythonRule):
+    """`nvidia-smi` run only for its exit status becomes `npu-smi info`; parsing its output is reported.
+
+    What it does:
+        Rewrites a bare presence check: `subprocess.run(["nvidia-smi"])` (also call, check_call,
+        Popen) -> `subprocess.run(["npu-smi", "info"])`, `os.system("nvidia-smi")` and
+        `subprocess.run("nvidia-smi", shell=True)` -> `"npu-smi info"` (output redirected to
+        /dev/null stays redirected), and `shutil.which("nvidia-smi")` tested for truth or None ->
+        `shutil.which("npu-smi")`. Code that reads the output (check_output, capture_output=True,
+        stdout=PIPE, os.popen, --query-gpu and other arguments, pipes) stays and is reported, as are
+        nvidia-smi command lists and strings built elsewhere in the file.
+
+    Why:
+        Ascend's device tool is `npu-smi`; `npu-smi info` lists the NPUs and fails where the driver
+        sees none, which is what a presence check asks. Its output is another table, so a parser of
+        nvidia-smi output cannot be converted mechanically.
+
+    Example:
+        if shutil.which("nvidia-smi"):             ->  if shutil.which("npu-smi"):
+            subprocess.run(["nvidia-smi"])          ->      subprocess.run(["npu-smi", "info"])
+        subprocess.check_output(["nvidia-smi", "--query-gpu=memory.used", "--format=csv"])  -> reported
+
+    Fix safety:
+        Safe: only calls whose output nobody reads are rewritten. The table is
+        codemods/data/<target>/smi.yaml.
+    """
+
+    ID = "nvidia-smi"
+    SAFETY = "safe"
+    TRIGGERS = ("nvidia-smi",)
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.table = smi_table(ctx.target)
+        self._presence: set[int] = set()  # ids of which()-calls whose result is only tested
+        self._handled: set[int] = set()  # ids of string/list literals a call already dealt with
+        self._candidates: list[cst.CSTNode] = []  # command literals seen anywhere
+
+    # -- where a which() result is only tested -------------------------------------------------
+    def _mark(self, expr: Optional[cst.BaseExpression]) -> None:
+        if expr is not None:
+            self._presence.update(id(c) for c in _presence_calls(expr))
+
+    def visit_If(self, node: cst.If) -> None:
+        self._mark(node.test)
+
+    def visit_While(self, node: cst.While) -> None:
+        self._mark(node.test)
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._mark(node.test)
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._mark(node.test)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        self._mark(node)
+
+    def visit_UnaryOperation(self, node: cst.UnaryOperation) -> None:
+        self._mark(node)
+
+    # -- command literals ---------------------------------------------------------------------
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        value = _plain_value(node)
+        if value is not None and self._is_command_text(value):
+            self._candidates.append(node)
+
+    def _is_command_text(self, value: str) -> bool:
+        """`nvidia-smi` alone, or followed by a flag, pipe or redirect: a command, not prose."""
+        return re.match(rf"\s*{re.escape(self.table.cuda_program)}(\s*$|\s+-|\s*[|>&;])", value) is not None
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call):
+        callee = self.ctx.resolve(original.func)
+        if callee is None or not (callee in _RUNS or callee in _SHELL_RUNS or callee in _READS or callee in _WHICH):
+            return updated
+        index = self._command_index(original)
+        if index is None:
+            return updated
+        command = original.args[index].value
+        if not self._names_program(command):
+            return updated
+        self._handled.update(id(n) for n in self._literals_of(command))
+        if callee in _WHICH:
+            return self._which(original, updated, index, callee)
+        if callee in _READS or self._output_read(original):
+            self.report(original, f"{callee} reads {self.table.cuda_program} output; left as is",
+                        hint=self.table.parse_hint)
+            return updated
+        shell = callee in _SHELL_RUNS or self._keyword_true(original, "shell")
+        new_command = self._presence_command(command, shell)
+        if new_command is None:
+            self.report(original, f"{self.table.cuda_program} is run with arguments or in a pipeline; left as is",
+                        hint=self.table.parse_hint)
+            return updated
+        new_args = list(updated.args)
+        new_args[index] = new_args[index].with_changes(value=new_command)
+        return self.rewrite(original, updated, updated.with_changes(args=new_args),
+                            f"{self.table.cuda_program} -> {' '.join(self.table.npu_command)}")
+
+    def _command_index(self, call: cst.Call) -> Optional[int]:
+        for i, arg in enumerate(call.args):
+            if arg.keyword is not None and arg.keyword.value in ("args", "cmd", "command"):
+                return i
+        if call.args and call.args[0].keyword is None and not call.args[0].star:
+            return 0
+        return None
+
+    def _literals_of(self, command: cst.BaseExpression) -> list[cst.CSTNode]:
+        if isinstance(command, (cst.List, cst.Tuple)):
+            return [e.value for e in command.elements]
+        return [command]
+
+    def _names_program(self, command: cst.BaseExpression) -> bool:
+        if isinstance(command, (cst.List, cst.Tuple)):
+            first = command.elements[0].value if command.elements else None
+            return first is not None and _plain_value(first) == self.table.cuda_program
+        value = _plain_value(command)
+        return value is not None and self._is_command_text(value)
+
+    def _output_read(self, call: cst.Call) -> bool:
+        for arg in call.args:
+            if arg.keyword is None:
+                continue
+            name = arg.keyword.value
+            if name == "capture_output" and not (isinstance(arg.value, cst.Name) and arg.value.value == "False"):
+                return True
+            if name == "stdout" and not (isinstance(arg.value, cst.Name) and arg.value.value == "None") \
+                    and self.ctx.resolve(arg.value) not in _OUTPUT_DISCARDED:
+                return True
+        return False
+
+    @staticmethod
+    def _keyword_true(call: cst.Call, keyword: str) -> bool:
+        return any(a.keyword is not None and a.keyword.value == keyword
+                   and not (isinstance(a.value, cst.Name) and a.value.value in ("False", "None"))
+                   for a in call.args)
+
+    def _presence_command(self, command: cst.BaseExpression, shell: bool) -> Optional[cst.BaseExpression]:
+        """`command` running the NPU tool instead, when it runs nvidia-smi bare; None otherwise."""
+        program, npu = self.table.cuda_program, self.table.npu_command
+        if isinstance(command, (cst.List, cst.Tuple)):
+            if len(command.elements) != 1:
+                return None
+            first = command.elements[0]
+            elements = [cst.Element(_string_like(first.value, word),
+                                    comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                        for word in npu[:-1]]
+            elements.append(cst.Element(_string_like(first.value, npu[-1]), comma=first.comma))
+            return command.with_changes(elements=elements)
+        value = _plain_value(command)
+        assert value is not None and isinstance(command, cst.SimpleString)
+        if not shell:
+            if value.strip() != program:
+                return None
+            return cst.List([cst.Element(_string_like(command, word),
+                                         comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                             for word in npu[:-1]] + [cst.Element(_string_like(command, npu[-1]))])
+        try:
+            words = shlex.split(value)
+        except ValueError:
+            return None
+        if not words or words[0] != program or not all(w in self.table.discard_words for w in words[1:]):
+            return None
+        start = value.index(program)
+        return _string_like(command, value[:start] + " ".join(npu) + value[start + len(program):])
+
+    def _which(self, original: cst.Call, updated: cst.Call, index: int, callee: str):
+        command = original.args[index].value
+        if id(original) not in self._presence or _plain_value(command) != self.table.cuda_program:
+            self.report(original, f"the path {callee} finds for {self.table.cuda_program} is used beyond a "
+                                  f"presence check; left as is", hint=self.table.parse_hint)
+            return updated
+        new_args = list(updated.args)
+        new_args[index] = new_args[index].with_changes(value=_string_like(command, self.table.npu_program))
+        return self.rewrite(original, updated, updated.with_changes(args=new_args),
+                            f"{callee}({self.table.cuda_program!r}) -> {callee}({self.table.npu_program!r})")
+
+    def finalize(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        for node in self._candidates:
+            if id(node) not in self._handled:
+                self.report(node, f"a {self.table.cuda_program} command built here; it is not converted",
+                            hint=self.table.parse_hint)
+        return updated
