@@ -187,6 +187,9 @@ class NvidiaSmiToNpuSmi(PythonRule):
         if isinstance(command, (cst.List, cst.Tuple)):
             first = command.elements[0].value if command.elements else None
             return first is not None and _plain_value(first) == self.table.cuda_program
+        if isinstance(command, cst.FormattedString) and command.parts \
+                and isinstance(command.parts[0], cst.FormattedStringText):
+            return command.parts[0].value.lstrip().startswith(self.table.cuda_program)
         value = _plain_value(command)
         return value is not None and self._is_command_text(value)
 
@@ -221,7 +224,8 @@ class NvidiaSmiToNpuSmi(PythonRule):
             elements.append(cst.Element(_string_like(first.value, npu[-1]), comma=first.comma))
             return command.with_changes(elements=elements)
         value = _plain_value(command)
-        assert value is not None and isinstance(command, cst.SimpleString)
+        if value is None or not isinstance(command, cst.SimpleString):
+            return None  # an f-string: its arguments are only known at run time
         if not shell:
             if value.strip() != program:
                 return None
