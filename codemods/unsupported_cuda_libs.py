@@ -14,6 +14,7 @@ from transpiler.mapping import load_table
 
 # Exceptions whose handler makes an import optional: the code already runs without the library.
 _IMPORT_GUARDS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}
+_DYNAMIC_IMPORTS = {"importlib.import_module", "__import__"}
 
 
 @dataclass(frozen=True)
@@ -48,10 +49,19 @@ def cuda_builds(target: str) -> CudaBuilds:
                       raw["what"], raw["hint"])
 
 
+@lru_cache(maxsize=None)
+def compiled_extension_row(target: str) -> tuple[tuple[str, ...], LibraryRow]:
+    raw = load_table(target, "unsupported_libraries")["compiled_extensions"]
+    return tuple(raw["suffixes"]), LibraryRow("", raw["what"], raw["hint"])
+
+
 def match_library(target: str, name: str) -> Optional[LibraryRow]:
     for row in library_rows(target):
         if name == row.module or name.startswith(row.module + "."):
             return row
+    suffixes, row = compiled_extension_row(target)
+    if name.split(".", 1)[0].endswith(suffixes):
+        return row
     return None
 
 
@@ -68,6 +78,10 @@ def _catches_import_errors(node: cst.Try) -> bool:
 
 
 def _strings_in(node: cst.CSTNode) -> Iterator[str]:
+    """The string literals in `node`; an f-string reads with `{}` where its expressions are."""
+    if isinstance(node, cst.FormattedString):
+        yield "".join(p.value if isinstance(p, cst.FormattedStringText) else "{}" for p in node.parts)
+        return
     if isinstance(node, cst.SimpleString):
         try:
             value = node.evaluated_value
@@ -85,12 +99,14 @@ class UnsupportedCudaLibraries(PythonRule):
 
     What it does:
         Reports every import of a CUDA-only library (triton, cupy, pycuda, numba.cuda, pynvml,
-        bitsandbytes, xformers, liger_kernel, flash_attn, apex, amp_C, transformer_engine, tensorrt),
-        one finding per import statement and library, and each use of the APIs that must be ported
+        bitsandbytes, xformers, liger_kernel, flash_attn, apex, amp_C, mamba_ssm, causal_conv1d,
+        transformer_engine, tensorrt, and modules named like compiled CUDA extensions, `*_cuda`, also
+        through importlib.import_module), one finding per import statement and library, and each use
+        of the APIs that must be ported
         call by call (`@triton.jit` and `@triton.autotune` kernels, flash_attn and xformers calls,
         apex.amp, apex optimisers and layers, `CUDAExtension(...)`). Calls that build CUDA code
-        (`load_inline(cuda_sources=...)`, `load(..., sources=[...".cu"])`, an Extension with `.cu`
-        sources) are reported too. Each finding carries a hint: triton-ascend for Triton kernels,
+        (`load_inline(cuda_sources=...)`, `load(..., sources=[...".cu"], extra_cuda_cflags=...)`, an
+        Extension with `.cu` sources) are reported too. Each finding carries a hint: triton-ascend for Triton kernels,
         `torch_npu.npu_fusion_attention` for flash_attn (not a 1:1 rename), torch_npu.optim's fused
         optimisers for apex's. Imports inside `try: ... except ImportError` are info, not warnings.
         The table is codemods/data/<target>/unsupported_libraries.yaml.
@@ -112,7 +128,8 @@ class UnsupportedCudaLibraries(PythonRule):
     ID = "unsupported-cuda-libs"
     SAFETY = "report-only"
     TRIGGERS = ("triton", "cupy", "pycuda", "numba", "pynvml", "bitsandbytes", "xformers", "liger_kernel",
-                "flash_attn", "apex", "amp_C", "transformer_engine", "tensorrt", "cpp_extension", ".cu")
+                "flash_attn", "apex", "amp_C", "mamba_ssm", "causal_conv1d", "transformer_engine", "tensorrt",
+                "cpp_extension", ".cu", "_cuda")
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -178,11 +195,19 @@ class UnsupportedCudaLibraries(PythonRule):
         if id(node) in self._decorated:
             return
         name = self.ctx.resolve(node.func)
+        if name is None and isinstance(node.func, cst.Name) and node.func.value == "__import__":
+            name = "__import__"  # a builtin: no import binds it
         if name is None:
             return
         row = match_library(self.ctx.target, name)
         if row is not None and row.uses:
             self.report(node, f"{row.what}: `{name}(...)` does not work on Ascend NPU", hint=row.hint)
+            return
+        if name in _DYNAMIC_IMPORTS and node.args and isinstance(node.args[0].value, cst.SimpleString):
+            module = node.args[0].value.evaluated_value
+            row = match_library(self.ctx.target, module) if isinstance(module, str) else None
+            if row is not None:
+                self.report(node, f"{row.what}: `{name}({module!r})` does not work on Ascend NPU", hint=row.hint)
             return
         builds = cuda_builds(self.ctx.target)
         if name in builds.callables and self._builds_cuda(node, builds):
