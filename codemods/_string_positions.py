@@ -56,7 +56,7 @@ class StringPositionRule(PythonRule):
             return updated
         for i, (var, new, original) in flow.rewrites.items():
             if i in todo and not self.ctx.is_silenced(original, self.ID):
-                self.ctx.note(original, self.ID, f"{_text_of(original)} -> {new} (flows into a position through `{var}`)",
+                self.ctx.note(original, self.ID, f"{_text_of(original)} -> {_text_of(new)} (flows into a position through `{var}`)",
                               kind="change")
             else:
                 todo.pop(i, None)

@@ -21,7 +21,8 @@ class TensorCudaMethod(PythonRule):
 
     Fix safety:
         safe for torch objects. A user class with its own `cuda()` method would need a matching `npu()`;
-        the change is visible in the diff.
+        the change is visible in the diff. A file that assigns its own `x.is_cuda = ...` attribute keeps
+        `is_cuda` throughout; other files reading that user attribute need a look in review.
     """
 
     ID = "tensor-cuda-method"
@@ -39,8 +40,12 @@ class TensorCudaMethod(PythonRule):
             return self.rewrite(original, updated, new, "`.cuda()` -> `.npu()`")
         return updated
 
+    def visit_Module(self, node: cst.Module) -> None:
+        # A file that assigns `x.is_cuda = ...` has its own attribute of that name: leave its reads too.
+        self._own_is_cuda = ".is_cuda =" in self.ctx.text or ".is_cuda=" in self.ctx.text
+
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
-        if original.attr.value == "is_cuda" and not self._is_module(original.value):
+        if original.attr.value == "is_cuda" and not self._own_is_cuda and not self._is_module(original.value):
             return self.rewrite(original, updated, updated.with_changes(attr=cst.Name("is_npu")),
                                 "`.is_cuda` -> `.is_npu`")
         return updated

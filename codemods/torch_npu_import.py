@@ -13,7 +13,11 @@ _USES_NPU = re.compile(r"torch\.npu|from torch import npu|\.npu\(|\.is_npu\b|[\"
 
 
 def _imported_modules(line: cst.CSTNode) -> list[tuple[str, bool]]:
-    """(module, is plain `import torch[ as T]`) for each import in a statement line."""
+    """(module, is plain `import torch[ as T]`) for each import in a statement line.
+
+    Only an import that binds the name `torch_npu` counts as `torch_npu` (rules emit `torch_npu.x`
+    attributes); `from torch_npu.profiler import profile` loads it without binding it.
+    """
     out: list[tuple[str, bool]] = []
     if not isinstance(line, cst.SimpleStatementLine):
         return out
@@ -21,9 +25,13 @@ def _imported_modules(line: cst.CSTNode) -> list[tuple[str, bool]]:
         if isinstance(small, cst.Import):
             for alias in small.names:
                 name = dotted_name(alias.name) or ""
+                if _is_torch_npu(name) and alias.asname is not None:
+                    name = "(torch_npu as alias)"
                 out.append((name, name == "torch"))
         elif isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
             module = dotted_name(small.module) or ""
+            if _is_torch_npu(module):
+                continue
             if module == "torch" and not isinstance(small.names, cst.ImportStar) and any(
                     dotted_name(a.name) == "npu" for a in small.names):
                 module = "torch.npu"

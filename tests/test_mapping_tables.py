@@ -46,3 +46,10 @@ def test_unsupported_names_are_rows_too():
 
 def test_targets_are_folders_of_data():
     assert "ascend" in available_targets()
+
+
+def test_nccl_rule_targets_exist_in_torch_npu():
+    from codemods.nccl_backend import _IS_HCCL
+
+    module, _, name = _IS_HCCL.rpartition(".")
+    assert TORCH_NPU.has(module, name)

@@ -657,7 +657,7 @@ def base_record(package: str, version: str | None, wheel: str) -> dict:
 def snapshot_torch_npu(tree: SourceTree) -> dict:
     npu_subs = ["torch_npu.npu." + m for m in tree.submodules("torch_npu.npu") if _is_public(m)]
     modules = modules_table(tree, [
-        "torch_npu.npu", *npu_subs, "torch_npu.profiler", "torch_npu.optim",
+        "torch_npu.npu", *npu_subs, "torch_npu.profiler", "torch_npu.optim", "torch_npu.distributed",
         "torch_npu.contrib", "torch_npu.contrib.transfer_to_npu",
     ])
     # torch_npu.npu does `from .mstx import mstx`, so the attribute torch_npu.npu.mstx is the class and
