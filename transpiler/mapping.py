@@ -30,3 +30,20 @@ def load_table(target: str, name: str) -> Any:
     except FileNotFoundError:
         raise MappingError(f"target {target!r} has no table {name!r} ({path})") from None
     return yaml.safe_load(text)
+
+
+def table_rows(target: str, name: str, options: Any = None) -> list[dict]:
+    """A table's rows with the user's custom rows (`--rules FILE`) first, so a user row wins for its name.
+
+    `options` is the RunOptions of the run; its extra["rules_files"] lists the validated custom files.
+    """
+    doc = load_table(target, name)
+    rows = list(doc.get("rows", [])) if isinstance(doc, dict) else []
+    files = (getattr(options, "extra", None) or {}).get("rules_files", ())
+    if not files:
+        return rows
+    from transpiler.user_tables import load_user_tables  # late: user_tables builds on this module
+
+    user = [r for f in files for r in load_user_tables(f, target).get(name, [])]
+    names = {r["cuda"] for r in user}
+    return user + [r for r in rows if r.get("cuda") not in names]
