@@ -11,9 +11,15 @@ class _InventedNames(TextRule):
     GROUP = "check"
     TRIGGERS = ("npu_memory_utilization", "npu-memory-utilization", "n_npus_per_node", "n-npus-per-node")
 
+    # Lines that only print text (shell `echo`/`printf`): a message may name the wrong key on purpose.
+    MESSAGE_COMMANDS: tuple[str, ...] = ()
+
     def apply(self, text: str) -> str:
         for lineno, line in enumerate(text.splitlines(), start=1):
-            for offset, name in invented_names_in(code_part(line)):
+            code = code_part(line)
+            if self.MESSAGE_COMMANDS and code.lstrip().split(" ", 1)[0] in self.MESSAGE_COMMANDS:
+                continue
+            for offset, name in invented_names_in(code):
                 real, why = INVENTED_NAMES[name]
                 self.ctx.add(self.ID, lineno, offset + 1, f"`{name}` does not exist: {why}", severity="error",
                              hint=f"use `{real}`", fix=f"use `{real}`")
@@ -26,7 +32,7 @@ class UnknownFrameworkArgShell(_InventedNames):
     What it does:
         Flags `npu_memory_utilization` / `--npu-memory-utilization` and `n_npus_per_node` in
         shell scripts (Hydra overrides such as `trainer.n_npus_per_node=8`, `vllm serve` flags),
-        outside comments.
+        outside comments and `echo` / `printf` messages.
 
     Why:
         vLLM and VERL keep `gpu_memory_utilization` and `n_gpus_per_node` on Ascend; an invented
@@ -43,6 +49,7 @@ class UnknownFrameworkArgShell(_InventedNames):
 
     ID = "unknown-framework-arg-sh"
     LANGUAGE = "shell"
+    MESSAGE_COMMANDS = ("echo", "printf")
 
 
 class UnknownFrameworkArgYaml(_InventedNames):

@@ -105,9 +105,11 @@ class ProjectConfig:
         return self.values[key]
 
     # -- what a command needs --------------------------------------------------------------------
-    def settings(self, *, jobs: int = 1, select: Sequence[str] = (), extra_ignore: Sequence[str] = ()) -> Settings:
-        """The engine's Settings; `select` replaces the configured selection when given (check adds its rules)."""
-        options: list[tuple[str, object]] = []
+    def settings(self, *, jobs: int = 1, select: Sequence[str] = (),
+                 extra_options: Sequence[tuple[str, object]] = ()) -> Settings:
+        """The engine's Settings; `select` replaces the configured selection when given (check adds its
+        rules); `extra_options` go to the rules' RunOptions.extra as they are."""
+        options: list[tuple[str, object]] = list(extra_options)
         if self.values["forbid"]:
             options.append(("forbid", tuple(self.values["forbid"])))
         if self.values["rules"]:
@@ -115,7 +117,7 @@ class ProjectConfig:
         return Settings(
             target=self.values["target"],
             select=tuple(select) or tuple(self.values["select"]),
-            ignore=tuple(self.values["ignore"]) + tuple(extra_ignore),
+            ignore=tuple(self.values["ignore"]),
             extras=self.values["extras"],
             jobs=jobs,
             runtime_env_profile=str(self.values["runtime-env"]) if self.values["runtime-env"] else None,

@@ -142,8 +142,9 @@ class _Collector:
         self.fixed[result.outcome.path] = out
 
 
-def run_check(paths: list[Path], config: ProjectConfig, jobs: int = 1) -> CheckReport:
-    settings = config.settings(jobs=jobs, select=check_rule_ids(config))
+def run_check(paths: list[Path], config: ProjectConfig, jobs: int = 1,
+              extra_options: tuple[tuple[str, object], ...] = ()) -> CheckReport:
+    settings = config.settings(jobs=jobs, select=check_rule_ids(config), extra_options=extra_options)
     files = discover_files(paths, config)
     collect = _Collector()
     outcomes = run_configured(files, config, settings, collect)
