@@ -140,7 +140,7 @@ def test_policy_flags(tmp_path):
 
 def test_statistics_counts_per_rule(tmp_path):
     path = tmp_path / "run.sh"
-    path.write_text("python -m verl.trainer.main_ppo trainer.n_npus_per_node=8 x.npu_memory_utilization=1\n")
+    path.write_text("python -m verl.trainer.main_ppo trainer.n_npus_per_node=8 actor_rollout_ref.rollout.npu_memory_utilization=1\n")
     result = run_cli("check", "--isolated", "--statistics", str(path))
     assert result.exit_code == 1
     row = next(l for l in result.stdout.splitlines() if "unknown-framework-arg-sh" in l and "error" in l
