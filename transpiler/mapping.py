@@ -32,18 +32,15 @@ def load_table(target: str, name: str) -> Any:
     return yaml.safe_load(text)
 
 
-def table_rows(target: str, name: str, options: Any = None) -> list[dict]:
-    """A table's rows with the user's custom rows (`--rules FILE`) first, so a user row wins for its name.
-
-    `options` is the RunOptions of the run; its extra["rules_files"] lists the validated custom files.
-    """
+def table_rows(target: str, name: str, rules_files: tuple[str, ...] = ()) -> list[dict]:
+    """A table's rows with the user's custom rows (`--rules FILE`, validated) first; a user row replaces
+    the built-in row for the same `cuda` name. Rules pass `ctx.options.extra.get("rules_files", ())`."""
     doc = load_table(target, name)
     rows = list(doc.get("rows", [])) if isinstance(doc, dict) else []
-    files = (getattr(options, "extra", None) or {}).get("rules_files", ())
-    if not files:
+    if not rules_files:
         return rows
     from transpiler.user_tables import load_user_tables  # late: user_tables builds on this module
 
-    user = [r for f in files for r in load_user_tables(f, target).get(name, [])]
+    user = [r for f in rules_files for r in load_user_tables(f, target).get(name, [])]
     names = {r["cuda"] for r in user}
     return user + [r for r in rows if r.get("cuda") not in names]

@@ -140,4 +140,12 @@ def _check_row(path: str, table: str, seq: CommentedSeq, i: int, schema: TableSc
                          f"of {', '.join(sorted(schema.statuses))}")
     if status in schema.needs_npu and "npu" not in row:
         raise TableError(f"{here}: status {status!r} needs an 'npu' name")
+    npu = row.get("npu", "")
+    if npu.startswith(("torch.npu.", "torch_npu.")):
+        from codemods.check_npu_api import missing_npu_name  # the same facts `check` judges ports by
+
+        missing = missing_npu_name(npu)
+        if missing is not None:
+            raise TableError(f"{path}:{_line(row, key='npu')}: {table} row {i + 1}: npu: {npu!r} does not exist "
+                             f"in torch_npu ({missing[0]} has no {missing[1]!r})")
     return {str(k): str(v) for k, v in row.items()}

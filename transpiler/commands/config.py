@@ -40,6 +40,11 @@ def config_file_options(fn):
     return fn
 
 
+def rules_file_option(fn):
+    return click.option("--rules", "rules_files", multiple=True, type=click.Path(path_type=Path, dir_okay=False),
+                        help="A YAML file of custom mapping rows (the built-in tables' schema); repeatable.")(fn)
+
+
 def policy_options(fn):
     """The flags of `check` that are settings too (they have config keys)."""
     for deco in reversed([
@@ -47,8 +52,7 @@ def policy_options(fn):
                      help="Report imports of these packages as errors."),
         click.option("--no-relative", is_flag=True, help="Report relative imports as errors."),
         click.option("--exclude", multiple=True, metavar="GLOB,...", help="Skip files matching these globs."),
-        click.option("--rules", "rules_files", multiple=True, type=click.Path(path_type=Path, dir_okay=False),
-                     help="A YAML file of custom mapping rows (the built-in tables' schema); repeatable."),
+        rules_file_option,
         click.option("--strict", is_flag=True, help="Warnings count as errors for the exit code."),
     ]):
         fn = deco(fn)

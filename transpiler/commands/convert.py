@@ -13,7 +13,7 @@ import click
 from transpiler.engine import Converted, Engine
 from transpiler.files import atomic_write
 from transpiler.commands._options import rule_options
-from transpiler.commands.config import config_file_options, resolve_config
+from transpiler.commands.config import config_file_options, resolve_config, rules_file_option
 from transpiler.config import discover_files, run_configured
 from transpiler.formats import summary_path_ok, write_summary
 from transpiler.render import print_findings, print_summary, stderr_console, unified_diff
@@ -40,10 +40,11 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WOULD_CHANGE = 0, 1, 2, 3
 @click.option("--show-changes", is_flag=True, help="List every change on stderr, not only findings.")
 @click.option("--summary", "summary_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Write a pull-request summary (FILE.md or FILE.html).")
+@rules_file_option
 @config_file_options
 @click.pass_context
 def convert(ctx, paths, target, select, ignore, extras, show_diff, out, in_place, check, report_path, jobs,
-            quiet, show_changes, summary_path, config_file, isolated):
+            quiet, show_changes, summary_path, rules_files, config_file, isolated):
     """Rewrite CUDA code in PATHS for the target accelerator.
 
     One file and no output option: the converted source goes to stdout and the summary to stderr.
