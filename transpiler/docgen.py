@@ -103,7 +103,8 @@ def support_matrix_doc() -> str:
             for r in rows:
                 npu = f"`{r['npu']}`" if r.get("npu") else ("same name" if r.get("status") in ("keep", "same")
                                                              else "none")
-                notes = r.get("hint") or r.get("note") or r.get("reason") or ""
+                notes = r.get("hint") or r.get("note") or r.get("reason") or \
+                    ("" if r.get("npu") or r.get("status") in ("keep", "same") else "no NPU equivalent recorded")
                 out.append(f"| `{_md_cell(r['cuda'])}` | {_md_cell(npu)} | {_md_cell(r.get('status', ''))} | "
                            f"{_md_cell(notes)} |")
             out.append("")
