@@ -12,6 +12,14 @@ from transpiler import api_facts
 
 TOP_SECTIONS_HINT = ("actor_rollout_ref", "trainer", "algorithm", "critic", "reward_model", "data")
 _OPEN_TYPES = ("null",)  # a key whose default is None may hold any structure
+# Dicts VERL forwards to another library as keyword arguments (`ray.init(**ray_init)`, a Ray
+# runtime_env, engine kwargs, a HF config override): their keys belong to that library, not to VERL.
+_PASS_THROUGH = ("ray_init", "runtime_env", "env_vars", "override_config", "kwargs")
+
+
+def _is_pass_through(key: str) -> bool:
+    last = key.rsplit(".", 1)[-1]
+    return last in _PASS_THROUGH or last.endswith("_kwargs")
 
 
 @dataclass(frozen=True)
@@ -56,7 +64,7 @@ def _unknown_in(dotted: str, config: str) -> Optional[UnknownKey]:
         prefix = ".".join(parts[: i + 1])
         if prefix in keys:
             kind = keys[prefix]
-            if kind in _OPEN_TYPES or (kind == "dict" and prefix not in children):
+            if kind in _OPEN_TYPES or (kind == "dict" and (prefix not in children or _is_pass_through(prefix))):
                 return None  # free-form from here on
             continue
         parent = ".".join(parts[:i])

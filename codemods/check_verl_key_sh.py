@@ -11,7 +11,9 @@ from codemods._verl_keys import config_names, unknown_key
 
 # The entry points that compose VERL's ppo_trainer / ppo_megatron_trainer config.
 _ENTRY = re.compile(r"(?:^|[\s/])verl[./]trainer[./]main_ppo(?:\.py)?$")
-_OVERRIDE = re.compile(r"^(?P<op>\+\+|\+|~)?(?P<key>[A-Za-z_][\w]*(?:\.[A-Za-z_][\w]*)+)(?:=|$)")
+_OVERRIDE = re.compile(r"^(?:(?P<op>\+\+|\+)?(?P<key>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)="
+                       r"|~(?P<deleted>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?:=|$))")
+_COMMAND_END = ("|", "||", "&&", ";", "&")  # the trainer's arguments stop at a pipe or the next command
 
 
 def logical_lines(text: str) -> Iterator[list[tuple[str, int]]]:
@@ -100,10 +102,13 @@ class UnknownVerlKeyShell(TextRule):
             if config is not None and config not in known_configs:
                 continue  # a config of the user's own: its keys are not known here
             for word, line, col in ws[entry + 1:]:
+                if word in _COMMAND_END or word.endswith((";", "|")):
+                    break
                 m = _OVERRIDE.match(word.strip("'\""))
-                if m is None or m.group("op") in ("+", "++") or "$" in m.group("key"):
+                if m is None or m.group("op"):
                     continue
-                missing = unknown_key(m.group("key"), config)
+                key = m.group("key") or m.group("deleted")
+                missing = unknown_key(key, config)
                 if missing is None:
                     continue
                 hint = f"did you mean {', '.join(f'`{s}`' for s in missing.suggestions)}?" \

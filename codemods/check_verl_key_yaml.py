@@ -29,8 +29,9 @@ class UnknownVerlKeyYaml(TextRule):
         In a YAML file that looks like a VERL trainer config (top-level `actor_rollout_ref`,
         `trainer`, `data`, `algorithm`, ...), checks every key path against the keys of VERL 0.9.1's
         packaged `ppo_trainer` and `ppo_megatron_trainer` configs (codemods/data/api/verl.json).
-        Only the first unknown level is reported; free-form dicts (`engine_kwargs.vllm`,
-        `override_config`) and keys whose default is `null` are not looked into.
+        Only the first unknown level is reported; free-form dicts and dicts VERL hands to another
+        library (`engine_kwargs.vllm`, `override_config`, `ray_kwargs.ray_init.runtime_env`) and keys
+        whose default is `null` are not looked into.
 
     Why:
         VERL composes its config with Hydra in struct mode: an unknown key fails the job at start-up
