@@ -72,8 +72,8 @@ def render_text(console: Console, report: CheckReport, *, statistics: bool = Fal
 
 def statistics_rows(findings: Iterable[Finding]) -> list[dict]:
     counts = Counter((f.rule, f.severity) for f in findings)
-    fixable = Counter(f.rule for f in findings if f.kind == "change")
-    return [{"rule": rule, "severity": sev, "count": n, "fixable": fixable.get(rule, 0),
+    fixable = Counter((f.rule, f.severity) for f in findings if f.kind == "change")
+    return [{"rule": rule, "severity": sev, "count": n, "fixable": fixable.get((rule, sev), 0),
              "summary": _rule_meta(rule)["summary"]}
             for (rule, sev), n in sorted(counts.items(), key=lambda kv: (-kv[1], kv[0]))]
 
