@@ -8,8 +8,8 @@ from transpiler import __version__
 from transpiler.commands.check import check
 from transpiler.commands.config import config_command
 from transpiler.commands.convert import convert
-from transpiler.commands.generate import generate
 from transpiler.commands.explain import explain
+from transpiler.commands.generate import generate
 from transpiler.commands.rules import rules
 from transpiler.commands.standalone import standalone
 from transpiler.commands.weave import weave_command
