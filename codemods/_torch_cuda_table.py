@@ -7,7 +7,7 @@ from functools import lru_cache
 from typing import Optional
 
 from transpiler.analysis.imports import Binding
-from transpiler.mapping import load_table
+from transpiler.mapping import load_table, table_rows
 
 CUDA_ROOT = "torch.cuda"
 
@@ -84,5 +84,6 @@ def canonical(qualified: str) -> str:
 
 
 @lru_cache(maxsize=None)
-def table_for(target: str) -> TorchCudaTable:
-    return TorchCudaTable(load_table(target, "torch_cuda"))
+def table_for(target: str, rules_files: tuple[str, ...] = ()) -> TorchCudaTable:
+    """The table, with the rows of the user's `--rules` files (RunOptions.extra["rules_files"]) first."""
+    return TorchCudaTable({**load_table(target, "torch_cuda"), "rows": table_rows(target, "torch_cuda", rules_files)})

@@ -34,6 +34,15 @@ class Case:
         return path if path.exists() else None
 
     @property
+    def options(self) -> tuple[tuple[str, object], ...]:
+        """<case>.options.yaml: the run options this case needs (RunOptions.extra, e.g. `forbid: [pkg]`)."""
+        path = self.input.with_name(self.input.name.split(".input.")[0] + ".options.yaml")
+        if not path.exists():
+            return ()
+        doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(doc.items()))
+
+    @property
     def id(self) -> str:
         return str(self.input.relative_to(FIXTURES))
 

@@ -13,7 +13,7 @@ CASES = all_cases()
 
 
 def _engine(case) -> Engine:
-    return Engine(Settings(select=case.select, extras=case.extras))
+    return Engine(Settings(select=case.select, extras=case.extras, options_extra=case.options))
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])

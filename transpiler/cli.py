@@ -5,7 +5,10 @@ from __future__ import annotations
 import click
 
 from transpiler import __version__
+from transpiler.commands.check import check
+from transpiler.commands.config import config_command
 from transpiler.commands.convert import convert
+from transpiler.commands.explain import explain
 from transpiler.commands.generate import generate
 from transpiler.commands.rules import rules
 from transpiler.commands.standalone import standalone
@@ -23,6 +26,9 @@ cli.add_command(generate)
 cli.add_command(rules)
 cli.add_command(standalone)
 cli.add_command(weave_command)
+cli.add_command(check)
+cli.add_command(explain)
+cli.add_command(config_command)
 
 
 def main() -> None:

@@ -67,3 +67,11 @@ def dynamic_imports(tree: ast.AST) -> list[tuple[int, int, str]]:
         if name in ("import_module", "__import__") and node.args:
             out.append((node.lineno, node.col_offset + 1, ast.unparse(node.args[0])))
     return out
+
+
+def parse_for_imports(text: str) -> ast.Module | None:
+    """`ast` tree of source another parser accepted, or None when `ast` refuses it (nothing to place)."""
+    try:
+        return ast.parse(text)
+    except (SyntaxError, ValueError):
+        return None

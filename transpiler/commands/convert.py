@@ -12,11 +12,13 @@ import click
 
 from transpiler.engine import Converted, Engine
 from transpiler.files import atomic_write
-from transpiler.commands._options import rule_options, split_csv
-from transpiler.registry import UnknownRuleError, select_rules
+from transpiler.commands._options import rule_options
+from transpiler.commands.config import config_file_options, resolve_config, rules_file_option
+from transpiler.config import discover_files, run_configured
+from transpiler.formats import summary_path_ok, write_summary
 from transpiler.render import print_findings, print_summary, stderr_console, unified_diff
 from transpiler.report import FileOutcome, findings_to_json
-from transpiler.runner import SourceFile, discover, run
+from transpiler.runner import SourceFile
 from transpiler.settings import Settings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WOULD_CHANGE = 0, 1, 2, 3
@@ -36,8 +38,13 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WOULD_CHANGE = 0, 1, 2, 3
               help="Worker processes (0: one per CPU).")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
 @click.option("--show-changes", is_flag=True, help="List every change on stderr, not only findings.")
-def convert(paths, target, select, ignore, extras, show_diff, out, in_place, check, report_path, jobs,
-            quiet, show_changes):
+@click.option("--summary", "summary_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write a pull-request summary (FILE.md or FILE.html).")
+@rules_file_option
+@config_file_options
+@click.pass_context
+def convert(ctx, paths, target, select, ignore, extras, show_diff, out, in_place, check, report_path, jobs,
+            quiet, show_changes, summary_path, rules_files, config_file, isolated):
     """Rewrite CUDA code in PATHS for the target accelerator.
 
     One file and no output option: the converted source goes to stdout and the summary to stderr.
@@ -45,12 +52,10 @@ def convert(paths, target, select, ignore, extras, show_diff, out, in_place, che
     """
     if sum(bool(x) for x in (show_diff, out, in_place, check)) > 1:
         raise click.UsageError("choose one of --diff, --out, --in-place, --check")
-    settings = Settings(target=target, select=split_csv(select), ignore=split_csv(ignore), extras=extras,
-                        jobs=jobs)
-    try:
-        select_rules(settings.select, settings.ignore, settings.extras)
-    except UnknownRuleError as exc:
-        raise click.UsageError(str(exc)) from None
+    if not summary_path_ok(summary_path):
+        raise click.UsageError("--summary takes a .md or .html file")
+    config = resolve_config(ctx, paths, config_file, isolated)
+    settings = config.settings(jobs=jobs)
     console = stderr_console(quiet)
     started = time.perf_counter()
 
@@ -62,13 +67,16 @@ def convert(paths, target, select, ignore, extras, show_diff, out, in_place, che
             raise click.UsageError(f"no such file or directory: {', '.join(missing)}")
         single = len(paths) == 1 and not paths[0].is_dir()
         writer = _Writer(paths, out, in_place, show_diff, to_stdout=single and not (out or in_place or check or show_diff))
-        files = list(discover(paths))
-        outcomes = run(files, settings, writer)
+        files = discover_files(paths, config)
+        outcomes = run_configured(files, config, settings, writer)
 
     print_findings(console, outcomes, show_changes)
     print_summary(console, outcomes, time.perf_counter() - started)
     if report_path:
-        report_path.write_text(findings_to_json(outcomes, target=target, files=len(outcomes)), encoding="utf-8")
+        report_path.write_text(findings_to_json(outcomes, target=settings.target, files=len(outcomes)),
+                               encoding="utf-8")
+    if summary_path:
+        write_summary(summary_path, outcomes, title="npu-port convert")
     if any(o.status == "failed" for o in outcomes):
         sys.exit(EXIT_FAILED)
     if check and any(o.status == "converted" for o in outcomes):

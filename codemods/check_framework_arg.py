@@ -1,0 +1,69 @@
+"""`unknown-framework-arg`: framework arguments and keys in Python that the real frameworks do not have."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods._base import PythonRule
+from codemods._framework_facts import INVENTED_NAMES, REMOVED_KEYWORDS, invented_names_in
+
+
+class UnknownFrameworkArg(PythonRule):
+    """Reports framework arguments that do not exist, such as `LLM(device="npu")`.
+
+    What it does:
+        Flags keyword arguments a framework call does not accept (`vllm.LLM(device=...)`,
+        `EngineArgs(device=...)`), and the invented names `npu_memory_utilization` and
+        `n_npus_per_node` wherever they are used as a keyword, an attribute or inside a string
+        (config keys, command-line flags, Hydra overrides). Plain local variable names are not flagged.
+
+    Why:
+        A hand port often swaps `gpu` for `npu` everywhere. vLLM, vllm-ascend and VERL keep
+        `gpu_memory_utilization` and `n_gpus_per_node` on Ascend, and vLLM removed `device=` in
+        0.10: such a call fails with "unexpected keyword argument" or the setting is silently ignored.
+
+    Example:
+            llm = LLM(model=path, device="npu", npu_memory_utilization=0.8)   # two errors
+        should read:
+            llm = LLM(model=path, gpu_memory_utilization=0.8)
+
+    Fix safety:
+        Report-only; the finding names the real argument where there is one.
+    """
+
+    ID = "unknown-framework-arg"
+    SAFETY = "report-only"
+    GROUP = "check"
+    TRIGGERS = ("npu_memory_utilization", "npu-memory-utilization", "n_npus_per_node", "n-npus-per-node",
+                "device")
+
+    def _invented(self, node: cst.CSTNode, text: str, where: str) -> None:
+        for _, name in invented_names_in(text):
+            real, why = INVENTED_NAMES[name]
+            self.report(node, f"`{name}` {where} does not exist: {why}", severity="error",
+                        hint=f"use `{real}`", fix=f"use `{real}`")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        qualname = self.ctx.resolve(node.func)
+        if qualname is None:
+            return
+        for arg in node.args:
+            if arg.keyword is not None:
+                why = REMOVED_KEYWORDS.get((qualname, arg.keyword.value))
+                if why:
+                    self.report(arg, f"`{qualname.rsplit('.', 1)[-1]}()` has no `{arg.keyword.value}=` argument: "
+                                     f"{why}", severity="error", hint=f"remove `{arg.keyword.value}=...`",
+                                fix=f"remove `{arg.keyword.value}=...`")
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self._invented(node.keyword, node.keyword.value, "(keyword argument)")
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._invented(node.attr, node.attr.value, "(attribute)")
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self._invented(node, node.value, "(in a string)")
+
+    def visit_FormattedStringText(self, node: cst.FormattedStringText) -> None:
+        self._invented(node, node.value, "(in a string)")

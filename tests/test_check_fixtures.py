@@ -1,0 +1,63 @@
+"""`check` over the whole fixture tree, for every rule present and future:
+
+- on a GPU fixture (`*.input.*`) it reports, as errors, exactly the changes `convert` makes, and
+  besides them exactly the errors the case's `.findings` file lists;
+- on a converted fixture (`*.expected.*`) it reports no error, also with the check rules on.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from fixture_cases import all_cases
+from transpiler.checks import CHECK_GROUP, run_check
+from transpiler.config import load_config
+from transpiler.engine import Engine
+from transpiler.registry import all_rules
+from transpiler.settings import Settings
+
+CASES = all_cases()
+CHECK_RULES = sorted(i for i, r in all_rules().items() if r.GROUP == CHECK_GROUP)
+
+
+def _config(path, select, case):
+    options = dict(case.options)
+    cli = {"select": list(select), "extras": case.extras}
+    if "forbid" in options:
+        cli["forbid"] = list(options["forbid"])
+    return load_config([path], cli, isolated=True)
+
+
+def _check(path, select, case):
+    return run_check([path], _config(path, select, case), extra_options=case.options)
+
+
+def _expected_errors(case) -> list[str]:
+    if not case.findings:
+        return []
+    lines = [l.strip() for l in case.findings.read_text(encoding="utf-8").splitlines() if l.strip()]
+    return sorted(l for l in lines if l.endswith(" error"))
+
+
+@pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
+def test_check_on_gpu_fixture_reports_what_convert_changes(case):
+    engine = Engine(Settings(select=case.select, extras=case.extras, options_extra=case.options))
+    converted = engine.convert(case.input.read_bytes(), str(case.input))
+    want_changes = sorted(f"{f.line}:{f.col} {f.rule}" for f in converted.outcome.changes)
+
+    report = _check(case.input, case.select, case)
+    assert not report.failed, report.failed[0].error
+    errors = [f for f in report.findings if f.severity == "error"]
+    assert sorted(f"{f.line}:{f.col} {f.rule}" for f in errors if f.kind == "change") == want_changes
+    # A rule's own case runs that rule; an example runs every default and check rule.
+    others = sorted(f"{f.line}:{f.col} {f.rule} error" for f in errors if f.kind != "change")
+    assert others == _expected_errors(case)
+    assert report.exit_code() == (1 if errors else 0)
+
+
+@pytest.mark.parametrize("case", [c for c in CASES if c.expected], ids=[c.id for c in CASES if c.expected])
+def test_check_on_converted_fixture_reports_no_error(case):
+    select = list(case.select) + CHECK_RULES if case.select else []
+    report = _check(case.expected, select, case)
+    errors = [f"{f.line}:{f.col} {f.rule}: {f.message}" for f in report.findings if f.severity == "error"]
+    assert errors == [] and not report.failed

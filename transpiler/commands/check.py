@@ -1,0 +1,89 @@
+"""`npu-port check`: report CUDA left over, unsupported constructs, invented NPU names and policy
+violations, with exit codes for CI (0 clean, 1 errors, 2 usage or internal error)."""
+
+from __future__ import annotations
+
+import sys
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from transpiler.checks import run_check
+from transpiler.commands._options import rule_options
+from transpiler.commands.config import config_file_options, policy_options, resolve_config
+from transpiler.formats import (OUTPUT_FORMATS, render_github, render_json, render_sarif, render_statistics,
+                                render_text, summary_path_ok, write_summary)
+
+EXIT_CLEAN, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
+
+
+@click.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path))
+@rule_options
+@policy_options
+@config_file_options
+@click.option("--output-format", type=click.Choice(OUTPUT_FORMATS), default="text", show_default=True,
+              help="text for people; json and sarif for tools; github for workflow annotations.")
+@click.option("--statistics", is_flag=True, help="Counts per rule.")
+@click.option("--summary", "summary_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Also write a pull-request summary (FILE.md or FILE.html).")
+@click.option("-o", "--output-file", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write the report there instead of stdout.")
+@click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
+              help="Worker processes (0: one per CPU).")
+@click.pass_context
+def check(ctx, paths, target, select, ignore, extras, forbid, no_relative, exclude, rules_files, strict,
+          config_file, isolated, output_format, statistics, summary_path, output_file, jobs):
+    """Report what is not yet ported in PATHS, and what a port got wrong.
+
+    \b
+    errors:   anything `convert` would still change (CUDA left over), torch.npu / torch_npu names
+              the real torch_npu lacks, VERL config keys VERL does not have, framework arguments
+              that do not exist (LLM(device=...), npu_memory_utilization), and with --forbid /
+              --no-relative, forbidden and relative imports;
+    warnings: constructs convert cannot port (custom CUDA kernels, triton, flash_attn, apex, ...).
+
+    Exit 0 without errors, 1 with errors (or warnings with --strict), 2 on a usage or internal error.
+    """
+    missing = [str(p) for p in paths if not p.exists() and not p.is_symlink()]
+    if missing:
+        raise click.UsageError(f"no such file or directory: {', '.join(missing)}")
+    if not summary_path_ok(summary_path):
+        raise click.UsageError("--summary takes a .md or .html file")
+    config = resolve_config(ctx, paths, config_file, isolated)
+    strict = config["strict"]
+    try:
+        report = run_check(list(paths), config, jobs=jobs)
+    except Exception as exc:  # our bug, not the user's: say so and exit 2
+        click.echo(f"npu-port: internal error: {type(exc).__name__}: {exc}", err=True)
+        sys.exit(EXIT_USAGE)
+
+    if output_format == "text":
+        stream = open(output_file, "w", encoding="utf-8") if output_file else None
+        try:
+            console = Console(file=stream, highlight=False, soft_wrap=True) if stream else \
+                Console(highlight=False, soft_wrap=True)
+            render_text(console, report, statistics=statistics, strict=strict)
+        finally:
+            if stream:
+                stream.close()
+    else:
+        if output_format == "json":
+            text = render_json(report, command="check", target=config["target"], strict=strict,
+                               statistics=statistics)
+        elif output_format == "sarif":
+            text = render_sarif(report)
+        else:
+            text = render_github(report)
+        if output_file:
+            output_file.write_text(text, encoding="utf-8")
+        else:
+            click.echo(text, nl=False)
+        if statistics and output_format != "json":
+            render_statistics(Console(stderr=True, highlight=False), report.findings)
+    for o in report.internal_errors:
+        click.echo(f"npu-port: {o.path}: {o.error}", err=True)
+    if summary_path:
+        write_summary(summary_path, report.outcomes, title="npu-port check")
+    sys.exit(report.exit_code(strict))

@@ -1,0 +1,31 @@
+"""`npu-port explain RULE`: what a rule does, why, an example and its fix safety, from its docstring."""
+
+from __future__ import annotations
+
+import json
+
+import click
+from rich.console import Console
+from rich.markdown import Markdown
+
+from transpiler.docgen import rule_markdown, rule_sections
+from transpiler.registry import all_rules
+
+
+@click.command()
+@click.argument("rule_id", metavar="RULE")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def explain(rule_id: str, as_json: bool) -> None:
+    """Explain RULE: what it does, why, an example before and after, and its fix safety."""
+    rules = all_rules()
+    rule = rules.get(rule_id)
+    if rule is None:
+        close = [r for r in rules if rule_id in r or r.startswith(rule_id.split("-")[0])]
+        hint = f" (did you mean: {', '.join(close[:5])}?)" if close else ""
+        raise click.UsageError(f"unknown rule {rule_id!r}{hint}; `npu-port rules` lists them")
+    if as_json:
+        data = {"id": rule.ID, "language": rule.LANGUAGE, "group": rule.GROUP, "safety": rule.SAFETY,
+                **{k.lower().replace(" ", "_"): v for k, v in rule_sections(rule).items()}}
+        click.echo(json.dumps(data, indent=2))
+        return
+    Console().print(Markdown(rule_markdown(rule, level=1)))
