@@ -130,3 +130,17 @@ def line_indent(text: str, line: int) -> str:
         return ""
     src = lines[line - 1]
     return src[: len(src) - len(src.lstrip(" \t"))]
+
+
+def append_arg(call: cst.Call, arg: cst.Arg) -> cst.Call:
+    """`call` with `arg` added last, on its own line when the arguments already are one per line."""
+    args = list(call.args)
+    if not args:
+        return call.with_changes(args=[arg.with_changes(comma=cst.MaybeSentinel.DEFAULT)])
+    seps = [a.comma.whitespace_after for a in args[:-1] if isinstance(a.comma, cst.Comma)]
+    multiline = any(isinstance(ws, cst.ParenthesizedWhitespace) for ws in seps + [call.whitespace_before_args])
+    sep = (seps[-1] if seps else call.whitespace_before_args) if multiline else cst.SimpleWhitespace(" ")
+    last = args[-1]
+    args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=sep), whitespace_after_arg=cst.SimpleWhitespace(""))
+    # The old last argument's trailing comma and the space before `)` now follow the new one.
+    return call.with_changes(args=args + [arg.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)])

@@ -12,7 +12,7 @@ import click
 
 from transpiler.engine import Converted, Engine
 from transpiler.files import atomic_write
-from transpiler.commands._options import rule_options, split_csv
+from transpiler.commands._options import rule_options, runtime_env_option, split_csv
 from transpiler.registry import UnknownRuleError, select_rules
 from transpiler.render import print_findings, print_summary, stderr_console, unified_diff
 from transpiler.report import FileOutcome, findings_to_json
@@ -25,6 +25,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WOULD_CHANGE = 0, 1, 2, 3
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, allow_dash=True))
 @rule_options
+@runtime_env_option
 @click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff; write nothing.")
 @click.option("--out", "out", type=click.Path(path_type=Path),
               help="Write the converted file there, or mirror a directory tree into it.")
@@ -36,8 +37,8 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WOULD_CHANGE = 0, 1, 2, 3
               help="Worker processes (0: one per CPU).")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
 @click.option("--show-changes", is_flag=True, help="List every change on stderr, not only findings.")
-def convert(paths, target, select, ignore, extras, show_diff, out, in_place, check, report_path, jobs,
-            quiet, show_changes):
+def convert(paths, target, select, ignore, extras, runtime_env, show_diff, out, in_place, check, report_path,
+            jobs, quiet, show_changes):
     """Rewrite CUDA code in PATHS for the target accelerator.
 
     One file and no output option: the converted source goes to stdout and the summary to stderr.
@@ -46,7 +47,7 @@ def convert(paths, target, select, ignore, extras, show_diff, out, in_place, che
     if sum(bool(x) for x in (show_diff, out, in_place, check)) > 1:
         raise click.UsageError("choose one of --diff, --out, --in-place, --check")
     settings = Settings(target=target, select=split_csv(select), ignore=split_csv(ignore), extras=extras,
-                        jobs=jobs)
+                        jobs=jobs, runtime_env_profile=runtime_env)
     try:
         select_rules(settings.select, settings.ignore, settings.extras)
     except UnknownRuleError as exc:
