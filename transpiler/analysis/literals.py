@@ -65,11 +65,20 @@ def element_keys(node: cst.Dict) -> list[cst.BaseExpression]:
 
 
 def remove_arg(args: Sequence[cst.Arg], index: int) -> list[cst.Arg]:
-    """`args` without `args[index]`; the new last argument keeps the removed one's trailing comma."""
+    """`args` without `args[index]` and its trailing comment; removing the last argument moves its
+    trailing comma and the line break before `)` to the new last one, which keeps its own comment."""
     out = list(args)
     removed = out.pop(index)
     if index == len(out) and out:
-        out[-1] = out[-1].with_changes(comma=removed.comma)
+        prev = out[-1]
+        own = prev.comma.whitespace_after if isinstance(prev.comma, cst.Comma) else None
+        gone = (removed.comma.whitespace_after if isinstance(removed.comma, cst.Comma)
+                else removed.whitespace_after_arg)
+        if isinstance(own, cst.ParenthesizedWhitespace) and isinstance(gone, cst.ParenthesizedWhitespace):
+            ws = own.with_changes(indent=gone.indent, last_line=gone.last_line)
+            out[-1] = prev.with_changes(comma=prev.comma.with_changes(whitespace_after=ws))
+        else:
+            out[-1] = prev.with_changes(comma=removed.comma, whitespace_after_arg=removed.whitespace_after_arg)
     return out
 
 
