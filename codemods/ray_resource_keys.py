@@ -113,6 +113,24 @@ def _bundle_dicts(expr: cst.BaseExpression) -> Iterator[cst.Dict]:
         yield from _bundle_dicts(expr.elt)
 
 
+def _bundle_names(expr: ast.expr) -> set[str]:
+    """Variables standing where `_bundle_dicts` looks for dicts; `n` in `[bundle] * n` is a count, not one."""
+    if isinstance(expr, ast.Name):
+        return {expr.id}
+    if isinstance(expr, (ast.List, ast.Tuple)):
+        return set().union(*(_bundle_names(e) for e in expr.elts))
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        return _bundle_names(expr.left) | _bundle_names(expr.right)
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
+        # `[b] * n`, `n * [b]`, `bundles * n`: the count is the side that is not the sequence.
+        if isinstance(expr.right, (ast.List, ast.Tuple, ast.ListComp)):
+            return _bundle_names(expr.right)
+        return _bundle_names(expr.left)
+    if isinstance(expr, (ast.ListComp, ast.GeneratorExp)):
+        return _bundle_names(expr.elt)
+    return set()
+
+
 def _names_passed_as_bundles(text: str, table: RayTable) -> frozenset[str]:
     """Variables that reach a placement-group call as its bundles, directly or through other variables.
 
@@ -137,7 +155,7 @@ def _names_passed_as_bundles(text: str, table: RayTable) -> frozenset[str]:
                 bundles = node.args[0] if node.args else next(
                     (k.value for k in node.keywords if k.arg in table.bundle_arguments), None)
                 if bundles is not None:
-                    names.update(n.id for n in ast.walk(bundles) if isinstance(n, ast.Name))
+                    names |= _bundle_names(bundles)
         elif isinstance(node, ast.Assign):
             assigns.append(({t.id for t in node.targets if isinstance(t, ast.Name)}, node.value))
     grew = True
@@ -145,7 +163,7 @@ def _names_passed_as_bundles(text: str, table: RayTable) -> frozenset[str]:
         grew = False
         for targets, value in assigns:
             if targets & names:
-                new = {n.id for n in ast.walk(value) if isinstance(n, ast.Name)} - names
+                new = _bundle_names(value) - names
                 if new:
                     names |= new
                     grew = True
