@@ -14,8 +14,8 @@ class RayGpuIds(PythonRule):
     What it does:
         `ray.get_gpu_ids()` (also `r.get_gpu_ids()` after `import ray as r`) becomes
         `ray.get_runtime_context().get_accelerator_ids()["NPU"]`. A bare `get_gpu_ids()` imported with
-        `from ray import get_gpu_ids` is rewritten when the file also binds the name `ray` to the module,
-        and reported otherwise.
+        `from ray import get_gpu_ids` is rewritten when the file also imports the ray module (under any
+        name), and reported otherwise.
 
     Why:
         `get_gpu_ids()` only lists the "GPU" resource; on an Ascend node it is always empty. The runtime
@@ -43,8 +43,8 @@ class RayGpuIds(PythonRule):
             return updated
         if isinstance(updated.func, cst.Attribute):
             module = self.ctx.module.code_for_node(updated.func.value)
-        elif self.ctx.imports.lookup("ray") == "ray":
-            module = "ray"
+        elif (bound := self.ctx.imports.local_for("ray")) is not None and bound[1] == "ray":
+            module = bound[0]
         else:
             self.report(original, "get_gpu_ids() lists no NPUs; import ray and use "
                                   f"ray.{self.table.accelerator_ids}", hint=self.table.accelerator_ids_note)

@@ -86,8 +86,8 @@ class VllmSpawnEnv(PythonRule):
         if not self._imports_vllm or f'"{VARIABLE}"' in self.ctx.text or f"'{VARIABLE}'" in self.ctx.text:
             return updated
         bound = scan_scope(original.body)
-        environ = next((local for local, target in bound.items() if target == "os.environ"), None)
-        os_name = next((local for local, target in bound.items() if target == "os"), None)
+        environ = next((local for local, b in bound.items() if b.target == "os.environ"), None)
+        os_name = next((local for local, b in bound.items() if b.target == "os"), None)
         statements = []
         if environ is None and os_name is None:
             os_name = "os"
