@@ -52,4 +52,5 @@ class RayGpuIds(PythonRule):
         new = cst.parse_expression(f"{module}.{self.table.accelerator_ids}")
         new = new.with_changes(lpar=updated.lpar, rpar=updated.rpar)
         return self.rewrite(original, updated, new,
-                            f"{self.table.gpu_ids}() -> {self.table.accelerator_ids} ({self.table.accelerator_ids_note})")
+                            f"{self.table.gpu_ids}() -> {module}.{self.table.accelerator_ids} "
+                            f"({self.table.accelerator_ids_note})")
