@@ -69,7 +69,7 @@ class VerlDevice(PythonRule):
 
     ID = "verl-device"
     SAFETY = "safe"
-    TRIGGERS = ("device_name", "trainer.device", '"trainer"', "'trainer'")
+    TRIGGERS = ("device_name", "trainer.device", '["device"]', "['device']")
 
     def __init__(self, ctx: PythonContext):
         super().__init__(ctx)
