@@ -10,7 +10,7 @@ import libcst as cst
 
 from codemods._base import PythonContext, PythonRule
 from transpiler.analysis.env_positions import EnvName, EnvPositions
-from transpiler.analysis.literals import with_string_value
+from transpiler.analysis.literals import string_value, with_string_value
 from transpiler.mapping import MappingError, available_targets, load_table
 
 STATUSES = ("rename", "keep", "unsupported")
@@ -107,6 +107,9 @@ class EnvVarNames(PythonRule):
         self.positions = EnvPositions(ctx.imports)
         self._renames: dict[cst.CSTNode, tuple[str, str]] = {}
         self._seen: set[cst.CSTNode] = set()
+        # Names spelled next to a renamed one (other keywords of its call, other keys of its dict): a
+        # script written for both platforms may already set the target name there.
+        self._siblings: dict[cst.CSTNode, frozenset[str]] = {}
 
     def _take(self, found: list[EnvName]) -> None:
         for env in found:
@@ -137,26 +140,37 @@ class EnvVarNames(PythonRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         self._take(self.positions.in_call(node))
+        self._note_siblings([(a.keyword, a.keyword.value) for a in node.args if a.keyword is not None])
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         self._take(self.positions.in_comparison(node))
 
     def visit_Dict(self, node: cst.Dict) -> None:
         self._take(self.positions.in_dict(node))
+        self._note_siblings([(el.key, string_value(el.key)) for el in node.elements if isinstance(el, cst.DictElement)])
+
+    def _note_siblings(self, named: list[tuple[cst.CSTNode, Optional[str]]]) -> None:
+        if any(node in self._renames for node, _ in named):
+            names = frozenset(name for _, name in named if name)
+            for node, _ in named:
+                self._siblings[node] = names
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         self._take(self.positions.in_binary_operation(node))
 
-    def leave_SimpleString(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.BaseExpression:
+    def _renamed(self, original: cst.CSTNode, updated, new_node_for) -> cst.CSTNode:
         rename = self._renames.get(original)
         if rename is None:
             return updated
         old, new = rename
-        return self.rewrite(original, updated, with_string_value(updated, new), f"environment variable {old} -> {new}")
+        if new in self._siblings.get(original, ()):
+            self.report(original, f"{old} is set next to {new}; left as is (renaming it would set {new} twice)",
+                        severity="info", hint=f"delete the {old} entry")
+            return updated
+        return self.rewrite(original, updated, new_node_for(new), f"environment variable {old} -> {new}")
+
+    def leave_SimpleString(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.BaseExpression:
+        return self._renamed(original, updated, lambda new: with_string_value(updated, new))
 
     def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
-        rename = self._renames.get(original)
-        if rename is None:
-            return updated
-        old, new = rename
-        return self.rewrite(original, updated, updated.with_changes(value=new), f"environment variable {old} -> {new}")
+        return self._renamed(original, updated, lambda new: updated.with_changes(value=new))
