@@ -17,14 +17,6 @@ INVENTED_NAMES = {
 }
 
 # Keywords a framework call does not accept (any more), keyed by the callable's qualified name.
-REMOVED_KEYWORDS = {
-    ("vllm.LLM", "device"): "vLLM removed `device=` in 0.10 (PR #21349); the platform plugin picks the NPU",
-    ("vllm.EngineArgs", "device"): "vLLM removed `device=` in 0.10 (PR #21349); the platform plugin picks the NPU",
-    ("vllm.AsyncEngineArgs", "device"): "vLLM removed `device=` in 0.10 (PR #21349)",
-    ("vllm.engine.arg_utils.EngineArgs", "device"): "vLLM removed `device=` in 0.10 (PR #21349)",
-    ("vllm.engine.arg_utils.AsyncEngineArgs", "device"): "vLLM removed `device=` in 0.10 (PR #21349)",
-    ("vllm.entrypoints.llm.LLM", "device"): "vLLM removed `device=` in 0.10 (PR #21349)",
-}
 
 # `npu_memory_utilization`, `--npu-memory-utilization`, `n_npus_per_node`, as whole words.
 _INVENTED_RE = re.compile(

@@ -5,17 +5,17 @@ from __future__ import annotations
 import libcst as cst
 
 from codemods._base import PythonRule
-from codemods._framework_facts import INVENTED_NAMES, REMOVED_KEYWORDS, invented_names_in
+from codemods._framework_facts import INVENTED_NAMES, invented_names_in
 
 
 class UnknownFrameworkArg(PythonRule):
-    """Reports framework arguments that do not exist, such as `LLM(device="npu")`.
+    """Reports framework argument names that do not exist, such as `npu_memory_utilization`.
 
     What it does:
-        Flags keyword arguments a framework call does not accept (`vllm.LLM(device=...)`,
-        `EngineArgs(device=...)`), and the invented names `npu_memory_utilization` and
-        `n_npus_per_node` wherever they are used as a keyword, an attribute or inside a string
-        (config keys, command-line flags, Hydra overrides). Plain local variable names are not flagged.
+        Flags the invented names `npu_memory_utilization` and `n_npus_per_node` wherever they are used
+        as a keyword, an attribute or inside a string (config keys, command-line flags, Hydra
+        overrides). Plain local variable names are not flagged. vLLM's removed `device=` argument is
+        the convert rule `vllm-device-arg`, which `check` reports as an error too.
 
     Why:
         A hand port often swaps `gpu` for `npu` everywhere. vLLM, vllm-ascend and VERL keep
@@ -23,7 +23,7 @@ class UnknownFrameworkArg(PythonRule):
         0.10: such a call fails with "unexpected keyword argument" or the setting is silently ignored.
 
     Example:
-            llm = LLM(model=path, device="npu", npu_memory_utilization=0.8)   # two errors
+            llm = LLM(model=path, npu_memory_utilization=0.8)   # an error
         should read:
             llm = LLM(model=path, gpu_memory_utilization=0.8)
 
@@ -34,26 +34,13 @@ class UnknownFrameworkArg(PythonRule):
     ID = "unknown-framework-arg"
     SAFETY = "report-only"
     GROUP = "check"
-    TRIGGERS = ("npu_memory_utilization", "npu-memory-utilization", "n_npus_per_node", "n-npus-per-node",
-                "device")
+    TRIGGERS = ("npu_memory_utilization", "npu-memory-utilization", "n_npus_per_node", "n-npus-per-node")
 
     def _invented(self, node: cst.CSTNode, text: str, where: str) -> None:
         for _, name in invented_names_in(text):
             real, why = INVENTED_NAMES[name]
             self.report(node, f"`{name}` {where} does not exist: {why}", severity="error",
                         hint=f"use `{real}`", fix=f"use `{real}`")
-
-    def visit_Call(self, node: cst.Call) -> None:
-        qualname = self.ctx.resolve(node.func)
-        if qualname is None:
-            return
-        for arg in node.args:
-            if arg.keyword is not None:
-                why = REMOVED_KEYWORDS.get((qualname, arg.keyword.value))
-                if why:
-                    self.report(arg, f"`{qualname.rsplit('.', 1)[-1]}()` has no `{arg.keyword.value}=` argument: "
-                                     f"{why}", severity="error", hint=f"remove `{arg.keyword.value}=...`",
-                                fix=f"remove `{arg.keyword.value}=...`")
 
     def visit_Arg(self, node: cst.Arg) -> None:
         if node.keyword is not None:

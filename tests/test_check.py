@@ -153,7 +153,7 @@ def test_statistics_counts_per_rule(tmp_path):
 
 def test_ignore_comment_silences_a_check_rule(tmp_path):
     path = tmp_path / "serve.py"
-    path.write_text("from vllm import LLM\nLLM(model='m', device='npu')  # npu-port: ignore[unknown-framework-arg]\n")
+    path.write_text("from vllm import LLM\nLLM(model='m', npu_memory_utilization=0.8)  # npu-port: ignore[unknown-framework-arg]\n")
     assert run_cli("check", "--isolated", str(path)).exit_code == 0
 
 

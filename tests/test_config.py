@@ -12,7 +12,7 @@ from click.testing import CliRunner
 from transpiler.cli import cli
 from transpiler.config import ConfigError, find_config_file, load_config
 
-BAD_SERVE = "from vllm import LLM\nllm = LLM(model='m', device='npu')\n"
+BAD_SERVE = "from vllm import LLM\nllm = LLM(model='m', npu_memory_utilization=0.8)\n"
 
 
 def write(path: Path, text: str) -> Path:

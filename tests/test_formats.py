@@ -23,8 +23,8 @@ DOCS = Path(__file__).resolve().parent.parent / "docs"
 def project(tmp_path: Path) -> Path:
     (tmp_path / "train.py").write_text(GPU_SOURCE, encoding="utf-8")
     (tmp_path / "run.sh").write_text("vllm serve m --npu-memory-utilization 0.9\n", encoding="utf-8")
-    (tmp_path / "with space.py").write_text("from vllm import LLM\nLLM(device='npu')\n", encoding="utf-8")
-    (tmp_path / "broken.py").write_text("from vllm import LLM\nLLM(device=\n", encoding="utf-8")
+    (tmp_path / "with space.py").write_text("from vllm import LLM\nLLM(npu_memory_utilization=0.5)\n", encoding="utf-8")
+    (tmp_path / "broken.py").write_text("from vllm import LLM\nLLM(npu_memory_utilization=\n", encoding="utf-8")
     return tmp_path
 
 

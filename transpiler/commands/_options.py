@@ -23,3 +23,20 @@ def rule_options(fn):
     ]):
         fn = deco(fn)
     return fn
+
+
+def _check_runtime_env(ctx, param, value):
+    if value is None:
+        return None
+    from codemods.ray_runtime_env import ProfileError, load_profile  # only when the option is used
+    try:
+        load_profile(ctx.params.get("target", "ascend"), str(value))
+    except ProfileError as exc:
+        raise click.BadParameter(str(exc)) from None
+    return str(value)
+
+
+runtime_env_option = click.option(
+    "--runtime-env", "runtime_env", type=click.Path(exists=True, dir_okay=False), callback=_check_runtime_env,
+    metavar="FILE.yaml", help="NPU runtime_env profile for the extras rule ray-runtime-env "
+                              "(a Ray runtime_env YAML with env_vars:); replaces the built-in one.")

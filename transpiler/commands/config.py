@@ -27,6 +27,7 @@ _FLAG_KEYS: dict[str, tuple[str, Any]] = {
     "exclude": ("exclude", split_csv),
     "rules_files": ("rules", list),
     "strict": ("strict", None),
+    "runtime_env": ("runtime-env", None),
 }
 
 

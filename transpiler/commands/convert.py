@@ -12,7 +12,7 @@ import click
 
 from transpiler.engine import Converted, Engine
 from transpiler.files import atomic_write
-from transpiler.commands._options import rule_options
+from transpiler.commands._options import rule_options, runtime_env_option
 from transpiler.commands.config import config_file_options, resolve_config, rules_file_option
 from transpiler.config import discover_files, run_configured
 from transpiler.formats import summary_path_ok, write_summary
@@ -27,6 +27,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WOULD_CHANGE = 0, 1, 2, 3
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, allow_dash=True))
 @rule_options
+@runtime_env_option
 @click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff; write nothing.")
 @click.option("--out", "out", type=click.Path(path_type=Path),
               help="Write the converted file there, or mirror a directory tree into it.")
@@ -44,7 +45,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WOULD_CHANGE = 0, 1, 2, 3
 @config_file_options
 @click.pass_context
 def convert(ctx, paths, target, select, ignore, extras, show_diff, out, in_place, check, report_path, jobs,
-            quiet, show_changes, summary_path, rules_files, config_file, isolated):
+            quiet, show_changes, summary_path, rules_files, runtime_env, config_file, isolated):
     """Rewrite CUDA code in PATHS for the target accelerator.
 
     One file and no output option: the converted source goes to stdout and the summary to stderr.

@@ -1,0 +1,176 @@
+"""Environment variables in Python: CUDA/NCCL names become the names the target reads."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional
+
+import libcst as cst
+
+from codemods._base import PythonContext, PythonRule
+from transpiler.analysis.env_positions import EnvName, EnvPositions
+from transpiler.analysis.literals import string_value, with_string_value
+from transpiler.mapping import MappingError, available_targets, load_table
+
+STATUSES = ("rename", "keep", "unsupported")
+
+
+@dataclass(frozen=True)
+class EnvVarRow:
+    cuda: str  # a name, or a prefix ending in `*`
+    status: str
+    npu: Optional[str] = None
+    hint: str = ""
+    note: str = ""
+
+    def matches(self, name: str) -> bool:
+        if self.cuda.endswith("*"):
+            return name.startswith(self.cuda[:-1])
+        return name == self.cuda
+
+
+class EnvVarTable:
+    """codemods/data/<target>/env_vars.yaml; the shell rules read the same rows."""
+
+    def __init__(self, rows: list[EnvVarRow]):
+        self.rows = rows
+        self._exact = {r.cuda: r for r in rows if not r.cuda.endswith("*")}
+        self._prefixes = sorted((r for r in rows if r.cuda.endswith("*")), key=lambda r: -len(r.cuda))
+
+    @classmethod
+    @lru_cache(maxsize=None)
+    def for_target(cls, target: str) -> "EnvVarTable":
+        data = load_table(target, "env_vars") or {}
+        rows = []
+        for raw in data.get("rows", []):
+            row = EnvVarRow(cuda=raw["cuda"], status=raw["status"], npu=raw.get("npu"),
+                            hint=raw.get("hint", ""), note=raw.get("note", ""))
+            if row.status not in STATUSES or (row.status == "rename") != bool(row.npu):
+                raise MappingError(f"{target}/env_vars.yaml: bad row {raw!r}")
+            rows.append(row)
+        return cls(rows)
+
+    def lookup(self, name: str) -> Optional[EnvVarRow]:
+        row = self._exact.get(name)
+        if row is not None:
+            return row
+        return next((r for r in self._prefixes if r.matches(name)), None)
+
+    def target_name(self, name: str) -> str:
+        """The name the target reads for `name` (itself unless the row renames it)."""
+        row = self.lookup(name)
+        return row.npu if row is not None and row.status == "rename" else name
+
+    def trigger_tokens(self) -> tuple[str, ...]:
+        return tuple(sorted({r.cuda.rstrip("*") for r in self.rows if r.status != "keep"}))
+
+
+def _all_trigger_tokens() -> tuple[str, ...]:
+    return tuple(sorted({t for target in available_targets() for t in EnvVarTable.for_target(target).trigger_tokens()}))
+
+
+class EnvVarNames(PythonRule):
+    """Rename CUDA/NCCL environment variables where Python code reads or sets them.
+
+    What it does:
+        In env-var name positions only -- `os.environ[...]` (read, write, del), `os.environ.get/setdefault/
+        pop`, `os.getenv/putenv/unsetenv`, `os.environ.update({...})` and `update(KEY=...)`, `"KEY" in
+        os.environ`, copies of the environment (`dict(os.environ, KEY=...)`, `{**os.environ, ...}`, a
+        variable assigned `os.environ.copy()`), `env=` of subprocess calls and Ray `runtime_env={"env_vars":
+        {...}}` -- renames CUDA_VISIBLE_DEVICES -> ASCEND_RT_VISIBLE_DEVICES, PYTORCH_CUDA_ALLOC_CONF ->
+        PYTORCH_NPU_ALLOC_CONF and NCCL_SOCKET_IFNAME -> HCCL_SOCKET_IFNAME. `from os import environ,
+        getenv` and `import os as _os` are resolved through the imports.
+        Variables Ascend still reads (CUDA_DEVICE_MAX_CONNECTIONS, NCCL_DEBUG, CUDA_HOME) stay; NCCL tuning
+        with no HCCL equivalent (NCCL_IB_*, NCCL_P2P_DISABLE, ...) stays and is reported with a hint.
+
+    Why:
+        torch_npu, Ray and vllm-ascend read the Ascend names; the CUDA names are silently ignored, so a
+        device mask or allocator setting would simply stop applying.
+
+    Example:
+        os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"    ->  os.environ["ASCEND_RT_VISIBLE_DEVICES"] = "0,1"
+        logger.info("CUDA_VISIBLE_DEVICES=%s", ids)   ->  unchanged (a log message, not a position)
+
+    Fix safety:
+        Safe: only literal names in positions that key an environment change, and the table is the
+        renames upstream NPU scripts make. Names built at run time (f-strings) are left alone.
+    """
+
+    ID = "env-var-names"
+    SAFETY = "safe"
+    TRIGGERS = _all_trigger_tokens()
+
+    def __init__(self, ctx: PythonContext):
+        super().__init__(ctx)
+        self.table = EnvVarTable.for_target(ctx.target)
+        self.positions = EnvPositions(ctx.imports)
+        self._renames: dict[cst.CSTNode, tuple[str, str]] = {}
+        self._seen: set[cst.CSTNode] = set()
+        # Names spelled next to a renamed one (other keywords of its call, other keys of its dict): a
+        # script written for both platforms may already set the target name there.
+        self._siblings: dict[cst.CSTNode, frozenset[str]] = {}
+
+    def _take(self, found: list[EnvName]) -> None:
+        for env in found:
+            if env.node in self._seen:
+                continue
+            self._seen.add(env.node)
+            row = self.table.lookup(env.name)
+            if row is None or row.status == "keep":
+                continue
+            if row.status == "rename":
+                self._renames[env.node] = (env.name, row.npu)
+            else:
+                self.report(env.node, f"{env.name} has no {self.ctx.target} equivalent; left as is",
+                            severity="warning", hint=row.hint)
+
+    # The name positions are found on the way down, rewritten on the way up.
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.positions.track_assignment([t.target for t in node.targets], node.value)
+        for t in node.targets:
+            if isinstance(t.target, cst.Subscript):
+                self._take(self.positions.in_subscript(t.target, node.value))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.positions.track_assignment([node.target], node.value)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        self._take(self.positions.in_subscript(node))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._take(self.positions.in_call(node))
+        self._note_siblings([(a.keyword, a.keyword.value) for a in node.args if a.keyword is not None])
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        self._take(self.positions.in_comparison(node))
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        self._take(self.positions.in_dict(node))
+        self._note_siblings([(el.key, string_value(el.key)) for el in node.elements if isinstance(el, cst.DictElement)])
+
+    def _note_siblings(self, named: list[tuple[cst.CSTNode, Optional[str]]]) -> None:
+        if any(node in self._renames for node, _ in named):
+            names = frozenset(name for _, name in named if name)
+            for node, _ in named:
+                self._siblings[node] = names
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self._take(self.positions.in_binary_operation(node))
+
+    def _renamed(self, original: cst.CSTNode, updated, new_node_for) -> cst.CSTNode:
+        rename = self._renames.get(original)
+        if rename is None:
+            return updated
+        old, new = rename
+        if new in self._siblings.get(original, ()):
+            self.report(original, f"{old} is set next to {new}; left as is (renaming it would set {new} twice)",
+                        severity="info", hint=f"delete the {old} entry")
+            return updated
+        return self.rewrite(original, updated, new_node_for(new), f"environment variable {old} -> {new}")
+
+    def leave_SimpleString(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.BaseExpression:
+        return self._renamed(original, updated, lambda new: with_string_value(updated, new))
+
+    def leave_Name(self, original: cst.Name, updated: cst.Name) -> cst.BaseExpression:
+        return self._renamed(original, updated, lambda new: updated.with_changes(value=new))

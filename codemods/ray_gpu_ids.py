@@ -1,0 +1,56 @@
+"""Ray: `ray.get_gpu_ids()` becomes `ray.get_runtime_context().get_accelerator_ids()["NPU"]`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods._base import PythonContext, PythonRule
+from codemods.ray_support import RayTable
+
+
+class RayGpuIds(PythonRule):
+    """Ask Ray for the worker's NPU ids instead of its GPU ids.
+
+    What it does:
+        `ray.get_gpu_ids()` (also `r.get_gpu_ids()` after `import ray as r`) becomes
+        `ray.get_runtime_context().get_accelerator_ids()["NPU"]`. A bare `get_gpu_ids()` imported with
+        `from ray import get_gpu_ids` is rewritten when the file also imports the ray module (under any
+        name), and reported otherwise.
+
+    Why:
+        `get_gpu_ids()` only lists the "GPU" resource; on an Ascend node it is always empty. The runtime
+        context lists the ids of every accelerator, keyed by resource name.
+
+    Example:
+        ids = ray.get_gpu_ids()    ->  ids = ray.get_runtime_context().get_accelerator_ids()["NPU"]
+
+    Fix safety:
+        Review: the ids come back as strings ("0", "1"), where `get_gpu_ids()` gave ints. Joining them
+        into ASCEND_RT_VISIBLE_DEVICES works as before; arithmetic on them or `set_device(ids[0])` needs
+        an `int(...)`.
+    """
+
+    ID = "ray-gpu-ids"
+    SAFETY = "review"
+    TRIGGERS = ("get_gpu_ids",)
+
+    def __init__(self, ctx: PythonContext):
+        super().__init__(ctx)
+        self.table = RayTable.for_target(ctx.target)
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        if original.args or self.ctx.resolve(original.func) != self.table.gpu_ids:
+            return updated
+        if isinstance(updated.func, cst.Attribute):
+            module = self.ctx.module.code_for_node(updated.func.value)
+        elif (bound := self.ctx.imports.local_for("ray")) is not None and bound[1] == "ray":
+            module = bound[0]
+        else:
+            self.report(original, "get_gpu_ids() lists no NPUs; import ray and use "
+                                  f"ray.{self.table.accelerator_ids}", hint=self.table.accelerator_ids_note)
+            return updated
+        new = cst.parse_expression(f"{module}.{self.table.accelerator_ids}")
+        new = new.with_changes(lpar=updated.lpar, rpar=updated.rpar)
+        return self.rewrite(original, updated, new,
+                            f"{self.table.gpu_ids}() -> {module}.{self.table.accelerator_ids} "
+                            f"({self.table.accelerator_ids_note})")

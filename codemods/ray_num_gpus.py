@@ -1,0 +1,86 @@
+"""Ray: `num_gpus=n` becomes `resources={"NPU": n}`."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods._base import PythonContext, PythonRule
+from codemods.ray_support import RayTable, is_method_call_on_ray_object
+from transpiler.analysis.literals import (append_dict_elements, dict_element, dict_string_keys, element_keys,
+                                          has_star_args, keyword, quote_like, remove_arg)
+
+
+class RayNumGpus(PythonRule):
+    """Ask Ray for NPUs instead of GPUs.
+
+    What it does:
+        `@ray.remote(num_gpus=n)`, `X.options(num_gpus=n)` and `ray.init(num_gpus=n)` become
+        `resources={"NPU": n}`. An existing literal `resources={...}` dict gets the "NPU" entry added, never
+        replaced. `ray` is resolved through the imports (`import ray as r`, `from ray import remote`).
+        Reported instead: a `resources=` given as a variable, a dict that already has "NPU", a call that
+        also passes `**kwargs` (they may carry `resources=`), and Ray Train's `ScalingConfig(use_gpu=...)`.
+        `num_cpus` and every other option stay.
+
+    Why:
+        `num_gpus` asks only for Ray's "GPU" resource, which an Ascend node does not have, so the actor
+        would never be scheduled. Ray registers Ascend devices as the "NPU" resource.
+
+    Example:
+        @ray.remote(num_gpus=1, num_cpus=4)          ->  @ray.remote(resources={"NPU": 1}, num_cpus=4)
+        Worker.options(num_gpus=0.5, resources={"disk": 1})
+                                                      ->  Worker.options(resources={"disk": 1, "NPU": 0.5})
+
+    Fix safety:
+        Safe: Ray schedules `resources={"NPU": n}` exactly as it schedules `num_gpus=n` on GPU nodes
+        (fractions included) and sets ASCEND_RT_VISIBLE_DEVICES for the worker.
+    """
+
+    ID = "ray-num-gpus"
+    SAFETY = "safe"
+    TRIGGERS = ("num_gpus", "use_gpu")
+
+    def __init__(self, ctx: PythonContext):
+        super().__init__(ctx)
+        self.table = RayTable.for_target(ctx.target)
+
+    def _takes_num_gpus(self, call: cst.Call) -> bool:
+        return (self.ctx.resolve(call.func) in self.table.num_gpus_calls
+                or is_method_call_on_ray_object(self.ctx, call, self.table.num_gpus_methods))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        resolved = self.ctx.resolve(node.func)
+        for row in self.table.reported_keywords:
+            if resolved == row.call and keyword(node, row.keyword) is not None:
+                self.report(node, f"{row.keyword}= in {row.call} asks for GPUs; Ascend devices are the "
+                                  f"\"{self.table.npu}\" resource", hint=row.hint)
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        num = keyword(updated, "num_gpus")
+        if num is None or not self._takes_num_gpus(original):
+            return updated
+        npu = self.table.npu
+        if has_star_args(updated):
+            self.report(original, f"num_gpus= next to **kwargs: move it into resources={{\"{npu}\": ...}} by hand "
+                                  "(the kwargs may already carry resources=)")
+            return updated
+        resources = keyword(updated, "resources")
+        index = list(updated.args).index(num)
+        if resources is None:
+            new_arg = num.with_changes(keyword=cst.Name("resources"),
+                                       value=cst.Dict([dict_element(npu, num.value)]))
+            args = list(updated.args)
+            args[index] = new_arg
+            return self.rewrite(original, updated, updated.with_changes(args=args),
+                                f"num_gpus= -> resources={{\"{npu}\": ...}}")
+        if not isinstance(resources.value, cst.Dict):
+            self.report(original, f"resources= is not a literal dict: add \"{npu}\" to it and drop num_gpus=")
+            return updated
+        if npu in dict_string_keys(resources.value):
+            self.report(original, f"both num_gpus= and resources[\"{npu}\"] are given; keep one")
+            return updated
+        merged = append_dict_elements(
+            resources.value, [dict_element(npu, num.value, quote_like(element_keys(resources.value)))],
+            line_indent="")
+        args = [a if a is not resources else a.with_changes(value=merged) for a in updated.args]
+        return self.rewrite(original, updated, updated.with_changes(args=remove_arg(args, index)),
+                            f"num_gpus= merged into resources= as \"{npu}\"")

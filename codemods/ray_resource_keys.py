@@ -1,0 +1,170 @@
+"""Ray: the "GPU" resource key becomes "NPU" in placement-group bundles and resource lookups."""
+
+from __future__ import annotations
+
+import ast
+from typing import Iterator
+
+import libcst as cst
+
+from codemods._base import PythonContext, PythonRule
+from codemods.ray_support import RayTable, ResourceMaps
+from transpiler.analysis.literals import string_value, with_string_value
+
+_LOOKUP_METHODS = frozenset({"get", "pop", "setdefault"})
+
+
+class RayResourceKeys(PythonRule):
+    """Rename Ray's "GPU" resource to "NPU" where Ray reads it.
+
+    What it does:
+        Renames the key "GPU" -> "NPU" in
+        - placement-group bundles: `placement_group([{"GPU": 1, "CPU": 4}] * n)`, list displays, list
+          comprehensions, `bundles=`, `PlacementGroupFactory(...)`, and a variable later passed as the bundles;
+        - lookups in Ray's resource dicts: `ray.cluster_resources()["GPU"]`, `ray.available_resources().get("GPU")`,
+          `"GPU" in ray.cluster_resources()`, `ray.get_runtime_context().get_assigned_resources()["GPU"]`,
+          `node["Resources"]["GPU"]` of `ray.nodes()`, and variables assigned one of these.
+        User dicts that merely have a "GPU" key (or keys such as "GPU_TYPE") stay.
+
+    Why:
+        Ray registers Ascend devices as the "NPU" resource; a bundle asking for "GPU" can never be placed
+        on an NPU node and a "GPU" lookup finds nothing.
+
+    Example:
+        placement_group([{"GPU": 1, "CPU": 4}] * 8)    ->  placement_group([{"NPU": 1, "CPU": 4}] * 8)
+        ray.cluster_resources().get("GPU", 0)          ->  ray.cluster_resources().get("NPU", 0)
+
+    Fix safety:
+        Safe: only literal "GPU" keys in positions Ray reads as resource names.
+    """
+
+    ID = "ray-resource-keys"
+    SAFETY = "safe"
+    TRIGGERS = ('"GPU"', "'GPU'")
+
+    def __init__(self, ctx: PythonContext):
+        super().__init__(ctx)
+        self.table = RayTable.for_target(ctx.target)
+        self.maps = ResourceMaps(ctx, self.table)
+        self._keys: set[cst.SimpleString] = set()
+        self._bundle_names: frozenset[str] = frozenset()
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._bundle_names = _names_passed_as_bundles(self.ctx.text, self.table)
+
+    def _mark(self, node: cst.BaseExpression) -> None:
+        if string_value(node) == self.table.gpu:
+            self._keys.add(node)
+
+    def _mark_bundles(self, expr: cst.BaseExpression) -> None:
+        for bundle in _bundle_dicts(expr):
+            for el in bundle.elements:
+                if isinstance(el, cst.DictElement):
+                    self._mark(el.key)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        targets = [t.target for t in node.targets]
+        self.maps.track_assignment(targets, node.value)
+        if any(isinstance(t, cst.Name) and t.value in self._bundle_names for t in targets):
+            self._mark_bundles(node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if self.ctx.resolve(node.func) in self.table.bundle_calls:
+            for arg in node.args:
+                if (arg.keyword is None and not arg.star) or (
+                        arg.keyword is not None and arg.keyword.value in self.table.bundle_arguments):
+                    self._mark_bundles(arg.value)
+                    break
+        func = node.func
+        if (isinstance(func, cst.Attribute) and func.attr.value in _LOOKUP_METHODS and node.args
+                and node.args[0].keyword is None and self.maps.holds_resources(func.value)):
+            self._mark(node.args[0].value)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        if (len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index)
+                and self.maps.holds_resources(node.value)):
+            self._mark(node.slice[0].slice.value)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        left = node.left
+        for target in node.comparisons:
+            if isinstance(target.operator, (cst.In, cst.NotIn)) and self.maps.holds_resources(target.comparator):
+                self._mark(left)
+            left = target.comparator
+
+    def leave_SimpleString(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.BaseExpression:
+        if original not in self._keys:
+            return updated
+        return self.rewrite(original, updated, with_string_value(updated, self.table.npu),
+                            f"Ray resource \"{self.table.gpu}\" -> \"{self.table.npu}\"")
+
+
+def _bundle_dicts(expr: cst.BaseExpression) -> Iterator[cst.Dict]:
+    """The dict displays a bundles expression is built from: `[{...}] * n`, `[{...}, {...}]`, `[{...} for ...]`."""
+    if isinstance(expr, cst.Dict):
+        yield expr
+    elif isinstance(expr, (cst.List, cst.Tuple)):
+        for el in expr.elements:
+            yield from _bundle_dicts(el.value)
+    elif isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, (cst.Multiply, cst.Add)):
+        yield from _bundle_dicts(expr.left)
+        yield from _bundle_dicts(expr.right)
+    elif isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
+        yield from _bundle_dicts(expr.elt)
+
+
+def _bundle_names(expr: ast.expr) -> set[str]:
+    """Variables standing where `_bundle_dicts` looks for dicts; `n` in `[bundle] * n` is a count, not one."""
+    if isinstance(expr, ast.Name):
+        return {expr.id}
+    if isinstance(expr, (ast.List, ast.Tuple)):
+        return set().union(*(_bundle_names(e) for e in expr.elts))
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Add):
+        return _bundle_names(expr.left) | _bundle_names(expr.right)
+    if isinstance(expr, ast.BinOp) and isinstance(expr.op, ast.Mult):
+        # `[b] * n`, `n * [b]`, `bundles * n`: the count is the side that is not the sequence.
+        if isinstance(expr.right, (ast.List, ast.Tuple, ast.ListComp)):
+            return _bundle_names(expr.right)
+        return _bundle_names(expr.left)
+    if isinstance(expr, (ast.ListComp, ast.GeneratorExp)):
+        return _bundle_names(expr.elt)
+    return set()
+
+
+def _names_passed_as_bundles(text: str, table: RayTable) -> frozenset[str]:
+    """Variables that reach a placement-group call as its bundles, directly or through other variables.
+
+    A cheap `ast` pre-pass, because the assignment is met before the call in a single walk. Calls are
+    matched by their last name (`placement_group`, `PlacementGroupFactory`); the bundle dicts are still
+    only rewritten where their assignment is a bundles expression.
+    """
+    call_names = {c.rsplit(".", 1)[-1] for c in table.bundle_calls}
+    if not any(name in text for name in call_names):
+        return frozenset()
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return frozenset()
+    names: set[str] = set()
+    assigns: list[tuple[set[str], ast.expr]] = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            func = node.func
+            last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+            if last in call_names:
+                bundles = node.args[0] if node.args else next(
+                    (k.value for k in node.keywords if k.arg in table.bundle_arguments), None)
+                if bundles is not None:
+                    names |= _bundle_names(bundles)
+        elif isinstance(node, ast.Assign):
+            assigns.append(({t.id for t in node.targets if isinstance(t, ast.Name)}, node.value))
+    grew = True
+    while grew:  # `bundle = {...}; bundles = [bundle] * n; placement_group(bundles)`
+        grew = False
+        for targets, value in assigns:
+            if targets & names:
+                new = _bundle_names(value) - names
+                if new:
+                    names |= new
+                    grew = True
+    return frozenset(names)

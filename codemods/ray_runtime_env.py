@@ -1,0 +1,269 @@
+"""Ray (extras): merge the NPU runtime_env (HCCL settings, device-mask policy, the script's NPU
+variables) into `ray.init(...)`."""
+
+from __future__ import annotations
+
+import fnmatch
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+from typing import Optional
+
+import libcst as cst
+import yaml
+
+from codemods._base import PythonContext, PythonRule
+from codemods.env_var_names import EnvVarTable
+from transpiler.analysis.env_positions import RAY_ENV_KEY, EnvName, EnvPositions
+from transpiler.analysis.imports import ImportTable
+from transpiler.analysis.literals import (append_arg, append_dict_elements, dict_element, dict_string_keys,
+                                          element_keys, has_star_args, keyword, line_indent, quote_like,
+                                          string_value)
+from transpiler.mapping import load_table
+
+RAY_INIT = "ray.init"
+
+
+class ProfileError(ValueError):
+    """A runtime_env profile that cannot be used; the message names the file and the problem."""
+
+
+@dataclass(frozen=True)
+class RuntimeEnvProfile:
+    env_vars: tuple[tuple[str, str], ...]
+    when_devices_managed: tuple[tuple[str, str], ...]
+    device_variables: frozenset[str]
+    forward: tuple[str, ...]
+    never_forward: frozenset[str]
+
+    def forwards(self, name: str) -> bool:
+        return name not in self.never_forward and any(fnmatch.fnmatchcase(name, p) for p in self.forward)
+
+
+def _env_pairs(value, where: str) -> tuple[tuple[str, str], ...]:
+    if value is None:
+        return ()
+    if not isinstance(value, dict):
+        raise ProfileError(f"{where} must be a mapping of variable names to values")
+    out = []
+    for name, val in value.items():
+        if not isinstance(name, str) or isinstance(val, (dict, list)) or val is None:
+            raise ProfileError(f"{where}: {name!r} must map a name to a string value")
+        # Ray wants strings; YAML reads 1500 and true as int and bool.
+        out.append((name, str(val).lower() if isinstance(val, bool) else str(val)))
+    return tuple(out)
+
+
+def _names(value, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise ProfileError(f"{where} must be a list of names")
+    return tuple(value)
+
+
+@lru_cache(maxsize=None)
+def load_profile(target: str, path: Optional[str] = None) -> RuntimeEnvProfile:
+    """The target's profile, or the user's file (`--runtime-env`) with the missing keys from the target's."""
+    builtin = load_table(target, "runtime_env")
+    data = builtin
+    if path is not None:
+        try:
+            data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
+            raise ProfileError(f"{path}: cannot read runtime_env profile: {exc}") from None
+        if not isinstance(data, dict) or not isinstance(data.get("env_vars"), dict):
+            raise ProfileError(f"{path}: a runtime_env profile needs a top-level `env_vars:` mapping")
+    where = path or f"{target}/runtime_env.yaml"
+
+    def pick(key):
+        return data[key] if key in data else builtin[key]
+
+    return RuntimeEnvProfile(
+        env_vars=_env_pairs(data["env_vars"], f"{where}: env_vars"),
+        when_devices_managed=_env_pairs(pick("when_devices_managed"), f"{where}: when_devices_managed"),
+        device_variables=frozenset(_names(pick("device_variables"), f"{where}: device_variables")),
+        forward=_names(pick("forward"), f"{where}: forward"),
+        never_forward=frozenset(_names(pick("never_forward"), f"{where}: never_forward")),
+    )
+
+
+class _ProcessEnvWrites(cst.CSTVisitor):
+    """Every place the file sets a variable in its own environment (os.environ[K] = v, setdefault,
+    update, putenv). A pre-pass: a write after `ray.init` in the source (an actor defined below main)
+    still counts."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.imports = ImportTable()
+        self.positions = EnvPositions(self.imports)
+        self.writes: list[EnvName] = []
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        self.imports.enter(node)
+        return super().on_visit(node)
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        super().on_leave(original_node)
+        self.imports.leave(original_node)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.positions.track_assignment([t.target for t in node.targets], node.value)
+        for t in node.targets:
+            if isinstance(t.target, cst.Subscript):
+                self._keep(self.positions.in_subscript(t.target, node.value))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._keep(self.positions.in_call(node))
+
+    def _keep(self, found: list[EnvName]) -> None:
+        self.writes.extend(e for e in found if e.sets_process_env)
+
+
+class RayRuntimeEnv(PythonRule):
+    """Give Ray workers the NPU environment through `ray.init(runtime_env=...)` (extras).
+
+    What it does:
+        Merges into the `env_vars` of every `ray.init(...)`:
+        - the profile's settings (HCCL_CONNECT_TIMEOUT, HCCL_EXEC_TIMEOUT, HCCL_HOST_SOCKET_PORT_RANGE,
+          HCCL_NPU_SOCKET_PORT_RANGE by default, as VERL and MindSpeed-RL ship them);
+        - RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES=1 when the script sets ASCEND_RT_VISIBLE_DEVICES
+          (or CUDA_VISIBLE_DEVICES) itself;
+        - the NPU variables the script sets through os.environ with a literal value (HCCL_*, PYTORCH_NPU_ALLOC_CONF,
+          ...), so that workers on other nodes see them too.
+        A missing `runtime_env=` or `"env_vars"` is added; keys already there are never overwritten, so a
+        second run changes nothing. A `runtime_env=` or `env_vars` given as a variable, and `ray.init(**kwargs)`,
+        are reported instead. The values come from codemods/data/<target>/runtime_env.yaml, or from the file
+        given with `--runtime-env FILE.yaml`.
+
+    Why:
+        Variables exported in the driver's shell or set in the driver process reach only the local node's
+        workers; on a multi-node NPU cluster HCCL then runs with default timeouts and ports, and Ray resets
+        the device mask the script chose.
+
+    Example:
+        ray.init(runtime_env={"env_vars": {"NCCL_DEBUG": "WARN"}})
+        ->
+        ray.init(runtime_env={"env_vars": {
+            "NCCL_DEBUG": "WARN",
+            "HCCL_CONNECT_TIMEOUT": "1500",
+            ...
+        }})
+
+    Fix safety:
+        Review (an extra, off by default): the values are a profile, not derived from the program; check
+        them against the cluster (ports, timeouts). With NOSET set, every worker sees all devices of its node
+        and must select its own, as VERL and MindSpeed-RL workers do.
+    """
+
+    ID = "ray-runtime-env"
+    SAFETY = "review"
+    GROUP = "extras"
+    TRIGGERS = ("ray",)
+
+    def __init__(self, ctx: PythonContext):
+        super().__init__(ctx)
+        self.profile = load_profile(ctx.target, ctx.options.runtime_env_profile)
+        self.env_table = EnvVarTable.for_target(ctx.target)
+        self._wanted: Optional[list[tuple[str, cst.BaseExpression]]] = None
+
+    def _wanted_env(self) -> list[tuple[str, cst.BaseExpression]]:
+        """The env_vars every ray.init should carry, in order: profile, device policy, the script's own."""
+        if self._wanted is not None:
+            return self._wanted
+        collector = _ProcessEnvWrites()
+        self.ctx.module.visit(collector)
+        wanted: dict[str, cst.BaseExpression] = {k: _literal(v) for k, v in self.profile.env_vars}
+        writes = [(self.env_table.target_name(w.name), w) for w in collector.writes]
+        if any(w.name in self.profile.device_variables or name in self.profile.device_variables
+               for name, w in writes):
+            wanted.update((k, _literal(v)) for k, v in self.profile.when_devices_managed)
+        for name, write in writes:
+            if not self.profile.forwards(name):
+                continue
+            if string_value(write.value) is None:
+                self.report(write.node, f"{name} is set to a computed value; add it to ray.init's runtime_env "
+                                        "env_vars by hand if workers need it", severity="info")
+                continue
+            wanted[name] = write.value.deep_clone()
+        self._wanted = list(wanted.items())
+        return self._wanted
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        if self.ctx.resolve(original.func) != RAY_INIT:
+            return updated
+        runtime_env = keyword(updated, "runtime_env")
+        if runtime_env is None:
+            if has_star_args(updated):
+                return self._refuse(original, updated, "ray.init(**kwargs) may carry a runtime_env")
+            wanted = self._wanted_env()
+            if not wanted:
+                return updated
+            last = original.args[-1] if original.args else original
+            indent = line_indent(self.ctx.text, self.ctx.position(last).start.line)
+            env = self._new_dict(wanted, indent)
+            arg = cst.Arg(keyword=cst.Name("runtime_env"), value=cst.Dict([dict_element(RAY_ENV_KEY, env)]),
+                          equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                                whitespace_after=cst.SimpleWhitespace("")))
+            return self.rewrite(original, updated, append_arg(updated, arg),
+                                f"runtime_env added to ray.init: {_names_of(wanted)}")
+        if not isinstance(runtime_env.value, cst.Dict):
+            return self._refuse(original, updated, "runtime_env= is not a literal dict")
+        original_env = keyword(original, "runtime_env").value
+        element = dict_string_keys(runtime_env.value).get(RAY_ENV_KEY)
+        if element is None:
+            wanted = self._wanted_env()
+            if not wanted:
+                return updated
+            indent = line_indent(self.ctx.text, self.ctx.position(original_env).start.line)
+            quote = quote_like(element_keys(runtime_env.value))
+            new_env = append_dict_elements(runtime_env.value, [
+                dict_element(RAY_ENV_KEY, self._new_dict(wanted, indent, quote), quote)], line_indent=indent)
+            return self._replace_runtime_env(original, updated, runtime_env, new_env, wanted)
+        if not isinstance(element.value, cst.Dict):
+            return self._refuse(original, updated, "runtime_env[\"env_vars\"] is not a literal dict")
+        present = {self.env_table.target_name(k) for k in dict_string_keys(element.value)}
+        missing = [(k, v) for k, v in self._wanted_env() if k not in present]
+        if not missing:
+            return updated
+        original_vars = dict_string_keys(original_env)[RAY_ENV_KEY].value
+        indent = line_indent(self.ctx.text, self.ctx.position(original_vars).start.line)
+        quote = quote_like(element_keys(element.value))
+        merged = append_dict_elements(element.value, [dict_element(k, _requote(v, quote), quote) for k, v in missing],
+                                      line_indent=indent, indent_unit=self.ctx.module.default_indent, explode=True)
+        new_env = runtime_env.value.with_changes(elements=[
+            el.with_changes(value=merged) if el is element else el for el in runtime_env.value.elements])
+        return self._replace_runtime_env(original, updated, runtime_env, new_env, missing)
+
+    def _replace_runtime_env(self, original, updated, arg, new_env, added):
+        args = [a.with_changes(value=new_env) if a is arg else a for a in updated.args]
+        return self.rewrite(original, updated, updated.with_changes(args=args),
+                            f"runtime_env env_vars of ray.init: added {_names_of(added)}")
+
+    def _refuse(self, original: cst.Call, updated: cst.Call, why: str) -> cst.Call:
+        names = _names_of(self._wanted_env())
+        self.report(original, f"{why}: add the NPU env_vars to the runtime_env by hand",
+                    hint=f"runtime_env={{\"env_vars\": {{...}}}} with {names}")
+        return updated
+
+    def _new_dict(self, items, indent: str, quote: str = '"') -> cst.Dict:
+        return append_dict_elements(cst.Dict([]), [dict_element(k, _requote(v, quote), quote) for k, v in items],
+                                    line_indent=indent, indent_unit=self.ctx.module.default_indent, explode=True)
+
+
+def _literal(value: str, quote: str = '"') -> cst.SimpleString:
+    if quote == "'" and not any(c in value for c in "'\"\\"):
+        return cst.SimpleString(f"'{value}'")
+    return cst.SimpleString(json.dumps(value))
+
+
+def _requote(value: cst.BaseExpression, quote: str) -> cst.BaseExpression:
+    """A plain string value in the quote style of the dict it joins."""
+    if isinstance(value, cst.SimpleString) and value.quote != quote and value.prefix == "":
+        text = string_value(value)
+        if text is not None and value.value == json.dumps(text):
+            return _literal(text, quote)
+    return value
+
+
+def _names_of(items) -> str:
+    return ", ".join(k for k, _ in items)

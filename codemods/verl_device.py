@@ -1,0 +1,148 @@
+"""VERL: the device type "cuda" in VERL's settings becomes the target's ("npu")."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional
+
+import libcst as cst
+
+from codemods._base import PythonContext, PythonRule
+from transpiler.analysis.imports import dotted_name
+from transpiler.analysis.literals import string_value, with_string_value
+from transpiler.mapping import MappingError, load_table
+
+_LIST_METHODS = frozenset({"append", "insert", "extend"})
+
+
+@dataclass(frozen=True)
+class VerlTable:
+    cuda: str
+    npu: str
+    config_keys: tuple[str, ...]
+    device_keywords: frozenset[str]
+    config_setters: frozenset[str]
+
+    @classmethod
+    @lru_cache(maxsize=None)
+    def for_target(cls, target: str) -> "VerlTable":
+        data = load_table(target, "verl")
+        try:
+            return cls(cuda=data["device"]["cuda"], npu=data["device"]["npu"],
+                       config_keys=tuple(data["config_keys"]), device_keywords=frozenset(data["device_keywords"]),
+                       config_setters=frozenset(data["config_setters"]))
+        except (KeyError, TypeError) as exc:
+            raise MappingError(f"{target}/verl.yaml: missing or malformed entry {exc}") from None
+
+    @property
+    def override_pattern(self) -> re.Pattern:
+        keys = "|".join(re.escape(k) for k in self.config_keys)
+        return re.compile(rf"^(\+{{0,2}}(?:{keys})=){re.escape(self.cuda)}(:\d+)?$")
+
+
+class VerlDevice(PythonRule):
+    """Set VERL's device type to "npu" where code sets it to "cuda".
+
+    What it does:
+        - `device_name="cuda"` keyword arguments (RayPPOTrainer, VERL workers and utilities) -> "npu";
+        - `config.trainer.device = "cuda"` and `cfg["trainer"]["device"] = "cuda"` -> "npu";
+        - Hydra/OmegaConf override strings "trainer.device=cuda" (also "+trainer.device=cuda") in list or
+          tuple displays and in `.append(...)`, and `OmegaConf.update(cfg, "trainer.device", "cuda")`.
+        The `verl.utils.device` helpers (`get_nccl_backend()`, `get_torch_device()`, `is_npu_available`,
+        a bool) are device-agnostic already and stay, as do `n_gpus_per_node`, `gpu_memory_utilization`
+        and `rollout.name=vllm`, which keep their names on NPU.
+
+    Why:
+        VERL picks its device from `trainer.device` and `device_name`; with "cuda" it asks Ray for GPUs
+        and calls torch.cuda. Recent VERL switches to "npu" by itself when torch_npu is importable
+        (`auto_set_device`), but an explicit "cuda" in older releases or in user code is still obeyed.
+
+    Example:
+        trainer = RayPPOTrainer(config=config, ..., device_name="cuda")  ->  device_name="npu"
+        overrides = ["trainer.device=cuda", "trainer.n_gpus_per_node=8"] ->  "trainer.device=npu"
+
+    Fix safety:
+        Safe: only literal "cuda" values of these settings; strings elsewhere that mention cuda stay.
+    """
+
+    ID = "verl-device"
+    SAFETY = "safe"
+    TRIGGERS = ("device_name", "trainer.device", '["device"]', "['device']")
+
+    def __init__(self, ctx: PythonContext):
+        super().__init__(ctx)
+        self.table = VerlTable.for_target(ctx.target)
+        self._pattern = self.table.override_pattern
+        self._values: set[cst.SimpleString] = set()
+        self._overrides: set[cst.SimpleString] = set()
+
+    def _mark_value(self, node: Optional[cst.BaseExpression]) -> None:
+        value = string_value(node) if node is not None else None
+        if value is not None and (value == self.table.cuda or re.fullmatch(rf"{self.table.cuda}:\d+", value)):
+            self._values.add(node)
+
+    def _mark_override(self, node: cst.BaseExpression) -> None:
+        value = string_value(node)
+        if value is not None and self._pattern.match(value):
+            self._overrides.add(node)
+
+    def _is_config_key(self, target: cst.BaseExpression) -> bool:
+        name = dotted_name(target) or _subscript_path(target)
+        return name is not None and any(name == k or name.endswith("." + k) for k in self.table.config_keys)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if any(self._is_config_key(t.target) for t in node.targets):
+            self._mark_value(node.value)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value in self.table.device_keywords:
+                self._mark_value(arg.value)
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _LIST_METHODS:
+            for arg in node.args:
+                self._mark_override(arg.value)
+        if self.ctx.resolve(func) in self.table.config_setters:
+            positional = [a.value for a in node.args if a.keyword is None]
+            if len(positional) >= 3 and string_value(positional[1]) in self.table.config_keys:
+                self._mark_value(positional[2])
+
+    def visit_List(self, node: cst.List) -> None:
+        for el in node.elements:
+            self._mark_override(el.value)
+
+    def visit_Tuple(self, node: cst.Tuple) -> None:
+        for el in node.elements:
+            self._mark_override(el.value)
+
+    def leave_SimpleString(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.BaseExpression:
+        current = string_value(updated)
+        if current is None:
+            return updated
+        cuda, npu = self.table.cuda, self.table.npu
+        if original in self._values and current.startswith(cuda):
+            new = npu + current[len(cuda):]
+        elif original in self._overrides and self._pattern.match(current):
+            new = self._pattern.sub(lambda m: m.group(1) + npu + (m.group(2) or ""), current)
+        else:
+            return updated
+        return self.rewrite(original, updated, with_string_value(updated, new), f"VERL device {current!r} -> {new!r}")
+
+
+def _subscript_path(node: cst.BaseExpression) -> Optional[str]:
+    """`cfg["trainer"]["device"]` as "cfg.trainer.device" (literal string keys only)."""
+    parts = []
+    while isinstance(node, cst.Subscript):
+        if len(node.slice) != 1 or not isinstance(node.slice[0].slice, cst.Index):
+            return None
+        key = string_value(node.slice[0].slice.value)
+        if key is None:
+            return None
+        parts.append(key)
+        node = node.value
+    base = dotted_name(node)
+    if base is None or not parts:
+        return None
+    return ".".join([base] + list(reversed(parts)))

@@ -1,0 +1,71 @@
+"""vLLM: the removed `device=` argument."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from codemods._base import PythonRule
+from transpiler.analysis.literals import keyword, remove_arg, string_value
+
+# Where vLLM takes engine arguments as keywords (public re-exports and their defining modules).
+ENGINE_ARG_CALLS = frozenset({
+    "vllm.LLM", "vllm.entrypoints.llm.LLM",
+    "vllm.EngineArgs", "vllm.engine.arg_utils.EngineArgs",
+    "vllm.AsyncEngineArgs", "vllm.engine.arg_utils.AsyncEngineArgs",
+})
+REMOVED_IN = "vLLM 0.10 removed the device argument (vllm-project/vllm#21349); passing it raises TypeError"
+PLATFORM_HINT = "delete it: the vllm-ascend platform plugin selects the NPU by itself"
+
+
+class VllmDeviceArg(PythonRule):
+    """Drop `device=` from vLLM engine arguments.
+
+    What it does:
+        In `LLM(...)`, `EngineArgs(...)` and `AsyncEngineArgs(...)` (resolved through the imports):
+        - `device="cuda"` (any string literal, or None) is removed;
+        - `device=<expression>` is reported (error) with the hint to delete it;
+        (`npu_memory_utilization=`, which never existed, is reported by `check`'s unknown-framework-arg.)
+        Everything else in the call stays: vLLM code is identical on Ascend.
+
+    Why:
+        The vllm-ascend plugin registers the NPU platform when vLLM starts; there is no device switch.
+        `device=` was deprecated in May 2025 and removed in vLLM 0.10, and `npu_memory_utilization` never
+        existed in vLLM, vllm-ascend or VERL.
+
+    Example:
+        LLM(model=path, device="cuda", gpu_memory_utilization=0.8)
+        ->
+        LLM(model=path, gpu_memory_utilization=0.8)
+
+    Fix safety:
+        Safe: removing a literal `device=` cannot change behaviour on vLLM >= 0.10, where the argument
+        raises TypeError, and on older releases the default ("auto") picks the platform the plugin
+        registered. A computed value is only reported, because removing it would drop the expression.
+    """
+
+    ID = "vllm-device-arg"
+    SAFETY = "safe"
+    TRIGGERS = ("vllm",)
+
+    @classmethod
+    def matches(cls, text: str) -> bool:
+        # Both are needed: most files that mention vllm pass no device argument.
+        return "vllm" in text and "device" in text
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        resolved = self.ctx.resolve(original.func)
+        if resolved not in ENGINE_ARG_CALLS:
+            return updated
+        name = resolved.rsplit(".", 1)[-1]
+        device = keyword(updated, "device")
+        if device is None:
+            return updated
+        value = device.value
+        literal = string_value(value) is not None or (isinstance(value, cst.Name) and value.value == "None")
+        if not literal:
+            self.report(keyword(original, "device"), f"{name}(device=...): {REMOVED_IN}", severity="error",
+                        hint=PLATFORM_HINT)
+            return updated
+        args = remove_arg(updated.args, list(updated.args).index(device))
+        return self.rewrite(original, updated, updated.with_changes(args=args),
+                            f"{name}(device=...) removed: {REMOVED_IN}; the platform plugin selects the NPU")

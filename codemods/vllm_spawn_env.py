@@ -1,0 +1,105 @@
+"""vLLM (extras): start vLLM's worker processes with spawn, as the vllm-ascend examples do."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from codemods._base import PythonContext, PythonRule
+from transpiler.analysis.imports import scan_scope
+
+VARIABLE = "VLLM_WORKER_MULTIPROC_METHOD"
+VALUE = "spawn"
+
+
+def _is_import_line(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
+
+
+def _is_guarded_import(stmt: cst.CSTNode) -> bool:
+    """`try: import x / except ImportError: ...`: part of the import block."""
+    return isinstance(stmt, cst.Try) and isinstance(stmt.body, cst.IndentedBlock) and all(
+        _is_import_line(s) for s in stmt.body.body)
+
+
+def _is_docstring(stmt: cst.CSTNode) -> bool:
+    return (isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1
+            and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.SimpleString))
+
+
+def insertion_index(body: list[cst.CSTNode]) -> int:
+    """Just after the module's leading import block (docstring, `__future__` and plain statements such
+    as `sys.path.insert` may sit among the imports; the first def, class or other block ends it)."""
+    last_import: Optional[int] = None
+    for i, stmt in enumerate(body):
+        if _is_import_line(stmt) or _is_guarded_import(stmt):
+            last_import = i
+        elif isinstance(stmt, cst.BaseCompoundStatement):
+            break
+    if last_import is not None:
+        return last_import + 1
+    return 1 if body and _is_docstring(body[0]) else 0
+
+
+class VllmSpawnEnv(PythonRule):
+    """Set VLLM_WORKER_MULTIPROC_METHOD=spawn in scripts that use vLLM (extras).
+
+    What it does:
+        In a file that imports vllm (anywhere), adds once, after the module's imports:
+            os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
+        using the file's own name for `os` (or `environ` from `from os import environ`), and adds
+        `import os` when the file has none. A file that already names the variable is left alone.
+
+    Why:
+        The vllm-ascend offline examples set it: the NPU runtime cannot be used from a forked child once
+        the parent initialised it, which is what vLLM's default `fork` does with tensor parallelism.
+
+    Example:
+        from vllm import LLM, SamplingParams       ->  from vllm import LLM, SamplingParams
+
+                                                    ->  os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
+
+    Fix safety:
+        Safe: `setdefault` keeps a value the user exported; vLLM reads the variable when it starts its
+        workers, after the module's imports ran.
+    """
+
+    ID = "vllm-spawn-env"
+    SAFETY = "safe"
+    GROUP = "extras"
+    TRIGGERS = ("vllm",)
+
+    def __init__(self, ctx: PythonContext):
+        super().__init__(ctx)
+        self._imports_vllm = False
+
+    def visit_Import(self, node: cst.Import) -> None:
+        self._imports_vllm |= any(self.ctx.module.code_for_node(a.name).split(".")[0] == "vllm" for a in node.names)
+
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.module is not None and not node.relative:
+            self._imports_vllm |= self.ctx.module.code_for_node(node.module).split(".")[0] == "vllm"
+
+    def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        if not self._imports_vllm or f'"{VARIABLE}"' in self.ctx.text or f"'{VARIABLE}'" in self.ctx.text:
+            return updated
+        bound = scan_scope(original.body)
+        environ = next((local for local, b in bound.items() if b.target == "os.environ"), None)
+        os_name = next((local for local, b in bound.items() if b.target == "os"), None)
+        statements = []
+        if environ is None and os_name is None:
+            os_name = "os"
+            statements.append(cst.parse_statement("import os\n"))
+        mapping = environ or f"{os_name}.environ"
+        setter = cst.parse_statement(f'{mapping}.setdefault("{VARIABLE}", "{VALUE}")\n')
+        statements.append(setter.with_changes(leading_lines=[cst.EmptyLine()]))
+        body = list(updated.body)
+        at = insertion_index(body)
+        new = updated.with_changes(body=body[:at] + statements + body[at:])
+        # Anchor the change on the statement it follows, so that an ignore comment elsewhere in the
+        # file does not silence it.
+        anchor_at = insertion_index(list(original.body))
+        anchor = original.body[anchor_at - 1] if anchor_at else (original.body[0] if original.body else original)
+        return self.rewrite(anchor, updated, new, f"{VARIABLE}={VALUE} set for vLLM's NPU workers")
