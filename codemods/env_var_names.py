@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
 from typing import Optional
 
 import libcst as cst
@@ -11,64 +9,7 @@ import libcst as cst
 from codemods._base import PythonContext, PythonRule
 from transpiler.analysis.env_positions import EnvName, EnvPositions
 from transpiler.analysis.literals import string_value, with_string_value
-from transpiler.mapping import MappingError, available_targets, load_table
-
-STATUSES = ("rename", "keep", "unsupported")
-
-
-@dataclass(frozen=True)
-class EnvVarRow:
-    cuda: str  # a name, or a prefix ending in `*`
-    status: str
-    npu: Optional[str] = None
-    hint: str = ""
-    note: str = ""
-
-    def matches(self, name: str) -> bool:
-        if self.cuda.endswith("*"):
-            return name.startswith(self.cuda[:-1])
-        return name == self.cuda
-
-
-class EnvVarTable:
-    """codemods/data/<target>/env_vars.yaml; the shell rules read the same rows."""
-
-    def __init__(self, rows: list[EnvVarRow]):
-        self.rows = rows
-        self._exact = {r.cuda: r for r in rows if not r.cuda.endswith("*")}
-        self._prefixes = sorted((r for r in rows if r.cuda.endswith("*")), key=lambda r: -len(r.cuda))
-
-    @classmethod
-    @lru_cache(maxsize=None)
-    def for_target(cls, target: str) -> "EnvVarTable":
-        data = load_table(target, "env_vars") or {}
-        rows = []
-        for raw in data.get("rows", []):
-            row = EnvVarRow(cuda=raw["cuda"], status=raw["status"], npu=raw.get("npu"),
-                            hint=raw.get("hint", ""), note=raw.get("note", ""))
-            if row.status not in STATUSES or (row.status == "rename") != bool(row.npu):
-                raise MappingError(f"{target}/env_vars.yaml: bad row {raw!r}")
-            rows.append(row)
-        return cls(rows)
-
-    def lookup(self, name: str) -> Optional[EnvVarRow]:
-        row = self._exact.get(name)
-        if row is not None:
-            return row
-        return next((r for r in self._prefixes if r.matches(name)), None)
-
-    def target_name(self, name: str) -> str:
-        """The name the target reads for `name` (itself unless the row renames it)."""
-        row = self.lookup(name)
-        return row.npu if row is not None and row.status == "rename" else name
-
-    def trigger_tokens(self) -> tuple[str, ...]:
-        return tuple(sorted({r.cuda.rstrip("*") for r in self.rows if r.status != "keep"}))
-
-
-def _all_trigger_tokens() -> tuple[str, ...]:
-    return tuple(sorted({t for target in available_targets() for t in EnvVarTable.for_target(target).trigger_tokens()}))
-
+from codemods._env_table import EnvVarTable, env_triggers
 
 class EnvVarNames(PythonRule):
     """Rename CUDA/NCCL environment variables where Python code reads or sets them.
@@ -99,11 +40,11 @@ class EnvVarNames(PythonRule):
 
     ID = "env-var-names"
     SAFETY = "safe"
-    TRIGGERS = _all_trigger_tokens()
+    TRIGGERS = env_triggers()
 
     def __init__(self, ctx: PythonContext):
         super().__init__(ctx)
-        self.table = EnvVarTable.for_target(ctx.target)
+        self.table = EnvVarTable.for_target(ctx.target, rules_files=tuple(ctx.options.extra.get("rules_files", ())))
         self.positions = EnvPositions(ctx.imports)
         self._renames: dict[cst.CSTNode, tuple[str, str]] = {}
         self._seen: set[cst.CSTNode] = set()

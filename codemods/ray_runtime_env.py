@@ -14,7 +14,7 @@ import libcst as cst
 import yaml
 
 from codemods._base import PythonContext, PythonRule
-from codemods.env_var_names import EnvVarTable
+from codemods._env_table import EnvVarTable
 from transpiler.analysis.env_positions import RAY_ENV_KEY, EnvName, EnvPositions
 from transpiler.analysis.imports import ImportTable
 from transpiler.analysis.literals import (append_arg, append_dict_elements, dict_element, dict_string_keys,

@@ -2,44 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from functools import lru_cache
 from typing import Optional
 
-from transpiler.mapping import load_table
+from codemods._env_table import EnvVarRow, EnvVarTable, env_triggers
 from transpiler.shell import ASSIGNMENT_RE, NAME_RE, Command, ShellRule, Script, Word
 
 
-@dataclass(frozen=True)
-class EnvVar:
-    """One row of codemods/data/<target>/env_vars.yaml (or the env_vars of shell.yaml)."""
-
-    cuda: str  # a name, or a prefix ending in `*`
-    npu: str
-    status: str  # rename | keep | unsupported
-    hint: str
-    values: tuple[str, ...]  # when set, the row applies only to these assigned values
-
-    def matches(self, name: str) -> bool:
-        return name.startswith(self.cuda[:-1]) if self.cuda.endswith("*") else name == self.cuda
-
-
-@lru_cache(maxsize=None)
-def env_table(target: str) -> tuple[EnvVar, ...]:
-    rows = list(load_table(target, "env_vars")["rows"]) + list(load_table(target, "shell").get("env_vars", []))
-    return tuple(EnvVar(r["cuda"], r.get("npu", ""), r["status"], r.get("hint") or r.get("note", ""),
-                        tuple(r.get("values", ()))) for r in rows)
-
-
-def env_lookup(target: str, name: str, value: Optional[str] = None) -> Optional[EnvVar]:
-    """The row for `name` (exact names win over prefixes); value-limited rows need a matching value."""
-    rows = [r for r in env_table(target) if r.matches(name) and (not r.values or value in r.values)]
-    rows.sort(key=lambda r: r.cuda.endswith("*"))
-    return rows[0] if rows else None
-
-
-def env_triggers(target: str = "ascend") -> tuple[str, ...]:
-    return tuple(sorted({r.cuda.rstrip("*") for r in env_table(target) if r.status != "keep"}))
+def env_lookup(target: str, name: str, value: Optional[str] = None) -> Optional[EnvVarRow]:
+    return EnvVarTable.for_target(target, with_shell=True).lookup(name, value)
 
 
 _DECLARERS = ("export", "declare", "typeset", "readonly", "local", "unset")
@@ -85,7 +55,7 @@ class ShellEnvVars(ShellRule):
 
     ID = "shell-env-vars"
     SAFETY = "safe"
-    TRIGGERS = env_triggers()
+    TRIGGERS = env_triggers(with_shell=True)
 
     def check(self, script: Script) -> None:
         target = self.ctx.target

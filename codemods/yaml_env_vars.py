@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from codemods.shell_env_vars import env_lookup, env_triggers
+from codemods._env_table import env_triggers
+from codemods.shell_env_vars import env_lookup
 from transpiler.yaml_edit import YamlDocument, YamlRule
 
 
@@ -31,7 +32,7 @@ class YamlEnvVars(YamlRule):
 
     ID = "yaml-env-vars"
     SAFETY = "safe"
-    TRIGGERS = env_triggers()
+    TRIGGERS = env_triggers(with_shell=True)
 
     def check(self, doc: YamlDocument) -> None:
         for path, mapping in doc.mappings():

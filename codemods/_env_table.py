@@ -1,0 +1,65 @@
+"""The environment-variable table (codemods/data/<target>/env_vars.yaml), shared by the Python, shell
+and YAML rules. Shell launchers also read shell.yaml's `env_vars` rows (e.g. VLLM_ATTENTION_BACKEND,
+which matters only for some values)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Optional
+
+from transpiler.mapping import MappingError, available_targets, load_table, table_rows
+
+STATUSES = ("rename", "keep", "unsupported")
+
+
+@dataclass(frozen=True)
+class EnvVarRow:
+    cuda: str  # a name, or a prefix ending in `*`
+    status: str  # rename | keep | unsupported
+    npu: Optional[str] = None
+    hint: str = ""
+    note: str = ""
+    values: tuple[str, ...] = ()  # when set, the row applies only to these assigned values
+
+    def matches(self, name: str) -> bool:
+        return name.startswith(self.cuda[:-1]) if self.cuda.endswith("*") else name == self.cuda
+
+
+class EnvVarTable:
+    def __init__(self, rows: list[EnvVarRow]):
+        # Exact names win over prefixes, longer prefixes over shorter ones.
+        self.rows = sorted(rows, key=lambda r: (r.cuda.endswith("*"), -len(r.cuda)))
+
+    @classmethod
+    @lru_cache(maxsize=None)
+    def for_target(cls, target: str, with_shell: bool = False, rules_files: tuple[str, ...] = ()) -> "EnvVarTable":
+        raw_rows = list(table_rows(target, "env_vars", rules_files))
+        if with_shell:
+            raw_rows += list(load_table(target, "shell").get("env_vars", []))
+        rows = []
+        for raw in raw_rows:
+            row = EnvVarRow(cuda=raw["cuda"], status=raw["status"], npu=raw.get("npu"), hint=raw.get("hint", ""),
+                            note=raw.get("note", ""), values=tuple(raw.get("values", ())))
+            if row.status not in STATUSES or (row.status == "rename") != bool(row.npu):
+                raise MappingError(f"{target}/env_vars: bad row {raw!r}")
+            rows.append(row)
+        return cls(rows)
+
+    def lookup(self, name: str, value: Optional[str] = None) -> Optional[EnvVarRow]:
+        """The row for `name`; a value-limited row applies only when `value` is one of its values."""
+        return next((r for r in self.rows if r.matches(name) and (not r.values or value in r.values)), None)
+
+    def target_name(self, name: str) -> str:
+        """The name the target reads for `name` (itself unless the row renames it)."""
+        row = self.lookup(name)
+        return row.npu if row is not None and row.status == "rename" and row.npu else name
+
+    def trigger_tokens(self) -> tuple[str, ...]:
+        return tuple(sorted({r.cuda.rstrip("*") for r in self.rows if r.status != "keep"}))
+
+
+def env_triggers(with_shell: bool = False) -> tuple[str, ...]:
+    """Trigger tokens over every target, for a rule's TRIGGERS."""
+    return tuple(sorted({t for target in available_targets()
+                         for t in EnvVarTable.for_target(target, with_shell).trigger_tokens()}))
