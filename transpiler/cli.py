@@ -10,6 +10,7 @@ from transpiler.commands.config import config_command
 from transpiler.commands.convert import convert
 from transpiler.commands.explain import explain
 from transpiler.commands.generate import generate
+from transpiler.commands.pipeline import pipeline
 from transpiler.commands.rules import rules
 from transpiler.commands.standalone import standalone
 from transpiler.commands.weave import weave_command
@@ -26,6 +27,7 @@ cli.add_command(generate)
 cli.add_command(rules)
 cli.add_command(standalone)
 cli.add_command(weave_command)
+cli.add_command(pipeline)
 cli.add_command(check)
 cli.add_command(explain)
 cli.add_command(config_command)

@@ -1,0 +1,65 @@
+"""`npu-port pipeline`: standalone -> weave -> convert -> check on a GPU script inside a project."""
+
+from __future__ import annotations
+
+import ast
+import json
+from pathlib import Path
+
+from click.testing import CliRunner
+
+from transpiler.analysis.import_policy import forbidden_imports, relative_imports
+from transpiler.cli import cli
+
+ROOT = Path(__file__).resolve().parent.parent
+SCRIPT = ROOT / "fixtures" / "pipeline" / "agent_grpo_gpu.py"
+PROJECT = ROOT / "fixtures" / "standalone"
+
+
+def _pipeline(src: Path, out: Path, *extra: str):
+    return CliRunner().invoke(cli, ["pipeline", str(src), "--strip", "agentic_rl,opencode", "--path", str(PROJECT),
+                                    "--adapter", "vllm", "-o", str(out), *extra])
+
+
+def test_pipeline_builds_a_standalone_npu_script_that_passes_check(tmp_path):
+    out = tmp_path / "agent_grpo_npu.py"
+    report = tmp_path / "report.json"
+    result = _pipeline(SCRIPT, out, "--report", str(report))
+    assert result.exit_code == 0, result.output
+    code = out.read_text()
+    tree = ast.parse(code)
+    assert not forbidden_imports(tree, ("agentic_rl", "opencode")) and not relative_imports(tree)
+    for expected in ('@ray.remote(resources={"NPU": 1})', 'torch.device("npu", 0)', 'backend="hccl"',
+                     "ASCEND_RT_VISIBLE_DEVICES", '"HCCL_CONNECT_TIMEOUT"', "class VLLMAdapter",
+                     "run_pipeline(parser.parse_args())", "import torch_npu"):
+        assert expected in code, expected
+    assert "torch.cuda" not in code and "nccl\"" not in code
+    doc = json.loads(report.read_text())
+    assert doc["summary"]["command"] == "pipeline"
+    rules = {f["rule"] for f in doc["findings"] if f["kind"] == "change"}
+    assert {"ray-num-gpus", "ray-runtime-env", "nccl-backend", "env-var-names"} <= rules
+    # Stable: the pipeline over its own output changes nothing.
+    again = tmp_path / "again.py"
+    assert _pipeline(out, again).exit_code == 0
+    assert again.read_text() == code
+
+
+def test_a_script_that_cannot_be_made_standalone_writes_nothing(tmp_path):
+    bad = tmp_path / "dynamic.py"
+    bad.write_text('import importlib\nimport torch\n\nmod = importlib.import_module("agentic_rl.config")\n\n\n'
+                   'def main():\n    torch.cuda.synchronize()\n\n\nif __name__ == "__main__":\n    main()\n')
+    out = tmp_path / "out.py"
+    result = _pipeline(bad, out)
+    assert result.exit_code == 1
+    assert "standalone" in result.output and "import_module" in result.output
+    assert not out.exists()
+
+
+def test_folder_mode(tmp_path):
+    src = tmp_path / "scripts"
+    src.mkdir()
+    (src / "a.py").write_text(SCRIPT.read_text())
+    out = tmp_path / "out"
+    result = _pipeline(src, out)
+    assert result.exit_code == 0, result.output
+    assert "class VLLMAdapter" in (out / "a.py").read_text()

@@ -1,0 +1,109 @@
+"""`npu-port pipeline`: standalone -> weave -> convert (with the extras) -> check, in one command."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+from typing import Optional
+
+import click
+
+from transpiler.checks import run_check
+from transpiler.commands._options import runtime_env_option, split_csv
+from transpiler.commands.standalone import _scripts_in
+from transpiler.config import load_config
+from transpiler.engine import Engine
+from transpiler.files import atomic_write
+from transpiler.mapping import available_targets
+from transpiler.render import print_findings, print_summary, stderr_console
+from transpiler.report import FileOutcome, findings_to_json
+from transpiler.settings import Settings
+from transpiler.standalone import StandaloneError, make_standalone
+from transpiler.standalone.resolver import split_packages
+from transpiler.weave import ADAPTERS, WeaveError, weave
+
+EXIT_OK, EXIT_FAILED = 0, 1
+
+
+@click.command()
+@click.argument("source", type=click.Path(path_type=Path, exists=True))
+@click.option("--target", default="ascend", show_default=True, type=click.Choice(available_targets()))
+@click.option("--strip", multiple=True, required=True, metavar="PKG,...",
+              help="Project packages to inline and remove (as in `standalone`).")
+@click.option("--path", "search_paths", multiple=True, metavar="SRC_DIR",
+              type=click.Path(path_type=Path, exists=True, file_okay=False),
+              help="Another folder that holds the stripped packages.")
+@click.option("--adapter", type=click.Choice(sorted(ADAPTERS)), default="vllm", show_default=True,
+              help="Inference adapter to weave in.")
+@click.option("--entry", metavar="NAME", help="The script's training entry function (default: found).")
+@runtime_env_option
+@click.option("-o", "--out", type=click.Path(path_type=Path), required=True,
+              help="The output script; for a folder SOURCE, the folder to write into.")
+@click.option("--report", "report_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="One JSON report for every stage.")
+@click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
+def pipeline(source, target, strip, search_paths, adapter, entry, runtime_env, out, report_path, quiet):
+    """Build an NPU training-inference pipeline from a GPU script that uses project packages.
+
+    \b
+    1. standalone: inline what SOURCE uses from the --strip packages;
+    2. weave:      add the inference adapter and a pipeline entry around the training entry;
+    3. convert:    port the result to the target, with the extras (set_env, HCCL, Ray runtime_env);
+    4. check:      no CUDA left, no forbidden or relative import, no invented framework names.
+
+    Convert runs after weave so the woven inference code is ported too; running the pipeline again
+    on its output changes nothing. Nothing is written for a script that fails a stage.
+    """
+    packages = split_packages(split_csv(strip))
+    engine = Engine(Settings(target=target, extras=True, runtime_env_profile=runtime_env))
+    console = stderr_console(quiet)
+    started = time.perf_counter()
+    if source.is_dir():
+        jobs = [(p, out / p.relative_to(source)) for p in _scripts_in(source, packages)]
+    else:
+        jobs = [(source, out / source.name if out.is_dir() else out)]
+    outcomes: list[FileOutcome] = []
+    written: list[Path] = []
+    for path, dest in jobs:
+        stage_outcomes, data = _build(path, dest, packages, list(search_paths), adapter, entry, engine)
+        outcomes.extend(stage_outcomes)
+        if data is not None:
+            atomic_write(dest, data, path.stat().st_mode & 0o7777)
+            written.append(dest)
+    if written:
+        config = load_config(written, {"target": target, "forbid": list(packages), "no-relative": True},
+                             isolated=True)
+        outcomes.extend(run_check(written, config).outcomes)
+    print_findings(console, outcomes, show_changes=False)
+    print_summary(console, outcomes, time.perf_counter() - started)
+    if report_path:
+        report_path.write_text(findings_to_json(outcomes, command="pipeline", target=target,
+                                                scripts=len(jobs), written=len(written)), encoding="utf-8")
+    clean = len(written) == len(jobs) and not any(
+        o.status == "failed" or any(f.severity == "error" for f in o.findings) for o in outcomes)
+    sys.exit(EXIT_OK if clean else EXIT_FAILED)
+
+
+def _build(path: Path, dest: Path, packages, search_paths, adapter: str, entry: Optional[str],
+           engine: Engine) -> tuple[list[FileOutcome], Optional[bytes]]:
+    """The stages before check for one script: their outcomes, and the bytes to write (None: failed)."""
+    try:
+        result = make_standalone(path, packages, search_paths, allow_unresolved=False)
+    except StandaloneError as exc:
+        return [FileOutcome(str(path), "failed", error="standalone: " + "; ".join(
+            p.render() for p in exc.problems))], None
+    outcomes = [FileOutcome(str(path), "converted" if result.changed else "unchanged",
+                            [p.to_finding() for p in result.findings], language="python")]
+    try:
+        woven = weave(result.code, adapter, entry=entry)
+    except WeaveError as exc:
+        outcomes.append(FileOutcome(str(dest), "failed", error=f"weave: {exc}"))
+        return outcomes, None
+    data = woven.source.encode("utf-8")
+    converted = engine.convert(data, str(dest), "python")
+    outcomes.append(converted.outcome)
+    if converted.outcome.status == "failed":
+        converted.outcome.error = f"convert: {converted.outcome.error}"
+        return outcomes, None
+    return outcomes, converted.output if converted.output is not None else data
