@@ -45,6 +45,42 @@ def silenced(ignores: dict[int, Optional[frozenset[str]]], first: int, last: int
     return False
 
 
+def _mentions_npu(node: cst.CSTNode) -> bool:
+    return "npu" in cst.Module(body=[]).code_for_node(node).lower()
+
+
+def _chain_tests(node: cst.If):
+    while isinstance(node, cst.If):
+        yield node.test
+        node = node.orelse
+
+
+def npu_guarded_nodes(module: cst.Module) -> frozenset[int]:
+    """Ids of every node inside an if/elif chain or conditional expression whose test mentions the NPU."""
+    found: set[int] = set()
+
+    class Guards(cst.CSTVisitor):
+        def __init__(self):
+            super().__init__()
+            self.root: Optional[cst.CSTNode] = None
+
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            if self.root is None and (
+                    (isinstance(node, cst.If) and any(_mentions_npu(t) for t in _chain_tests(node)))
+                    or (isinstance(node, cst.IfExp) and _mentions_npu(node.test))):
+                self.root = node
+            if self.root is not None:
+                found.add(id(node))
+            return True
+
+        def on_leave(self, node: cst.CSTNode) -> None:
+            if node is self.root:
+                self.root = None
+
+    module.visit(Guards())
+    return frozenset(found)
+
+
 class Rule:
     """Base of all rules. Subclasses set the class attributes below."""
 
@@ -109,6 +145,7 @@ class PythonContext(FileContext):
         self._positions = None
         # Findings whose line is only known once positions are computed: (node, Finding-kwargs).
         self._pending: list[tuple[cst.CSTNode, dict]] = []
+        self._npu_guarded: Optional[frozenset[int]] = None
         self.changed = False
 
     def resolve(self, node: cst.BaseExpression) -> Optional[str]:
@@ -120,6 +157,13 @@ class PythonContext(FileContext):
         if self._positions is None:
             self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
         return self._positions.get(node)
+
+    def in_npu_branch(self, node: cst.CSTNode) -> bool:
+        """True inside an `if`/`elif` chain or conditional expression that already tests for the NPU
+        (`if is_npu_available: ... else: torch.cuda...`): such device-agnostic code is left as it is."""
+        if self._npu_guarded is None:
+            self._npu_guarded = npu_guarded_nodes(self.module) if "npu" in self.text else frozenset()
+        return id(node) in self._npu_guarded
 
     def is_silenced(self, node: cst.CSTNode, rule: str) -> bool:
         if not self.ignores:
@@ -153,8 +197,13 @@ class PythonRule(Rule):
 
     # -- helpers for subclasses -------------------------------------------------------------
     def rewrite(self, original: cst.CSTNode, updated: cst.CSTNode, new: cst.CSTNode, message: str):
-        """Return `new` and record the change, unless an ignore comment covers `original`."""
+        """Return `new` and record the change, unless an ignore comment covers `original` or it sits in
+        code that already handles the NPU."""
         if self.ctx.is_silenced(original, self.ID):
+            return updated
+        if self.ctx.in_npu_branch(original):
+            self.ctx.note(original, self.ID, "left as is: this branch is the CUDA side of code that already "
+                                             "handles the NPU", severity="info")
             return updated
         self.ctx.note(original, self.ID, message, kind="change")
         return new
