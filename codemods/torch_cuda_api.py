@@ -60,6 +60,27 @@ class TorchCudaApi(PythonRule):
         self._mark_chain(node.value)
         self._plan(node, qualified)
 
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # In code that already handles the NPU, `is_cuda_available = torch.cuda.is_available()` is the
+        # CUDA probe of a device switch: pointing it at the NPU would send NPU runs down CUDA branches.
+        names = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
+        if "npu" in self.ctx.text and any("cuda" in n.lower() for n in names):
+            before = len(self._plans)
+            self._skip_chains_in(node.value)
+            if len(self._plans) == before:
+                self.ctx.note(node.value, self.ID, f"left as is: `{names[0]}` is the CUDA probe of code that "
+                                                   "already handles the NPU", severity="info")
+
+    def _skip_chains_in(self, expr: cst.CSTNode) -> None:
+        rule = self
+
+        class Mark(cst.CSTVisitor):
+            def visit_Attribute(self, node: cst.Attribute) -> bool:
+                rule._mark_chain(node)
+                return False
+
+        expr.visit(Mark())
+
     def visit_Name(self, node: cst.Name) -> None:
         if id(node) in self._inner:
             return
