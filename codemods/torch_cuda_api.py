@@ -64,22 +64,25 @@ class TorchCudaApi(PythonRule):
         # In code that already handles the NPU, `is_cuda_available = torch.cuda.is_available()` is the
         # CUDA probe of a device switch: pointing it at the NPU would send NPU runs down CUDA branches.
         names = [t.target.value for t in node.targets if isinstance(t.target, cst.Name)]
-        if "npu" in self.ctx.text and any("cuda" in n.lower() for n in names):
-            before = len(self._plans)
-            self._skip_chains_in(node.value)
-            if len(self._plans) == before:
-                self.ctx.note(node.value, self.ID, f"left as is: `{names[0]}` is the CUDA probe of code that "
-                                                   "already handles the NPU", severity="info")
+        if "npu" in self.ctx.text and any("cuda" in n.lower() for n in names) and self._skip_chains_in(node.value):
+            self.ctx.note(node.value, self.ID, f"left as is: `{names[0]}` is the CUDA probe of code that "
+                                               "already handles the NPU", severity="info")
 
-    def _skip_chains_in(self, expr: cst.CSTNode) -> None:
-        rule = self
+    def _skip_chains_in(self, expr: cst.CSTNode) -> bool:
+        """Keep the torch.cuda names in `expr` as they are; True if there were any."""
+        rule, found = self, []
 
         class Mark(cst.CSTVisitor):
             def visit_Attribute(self, node: cst.Attribute) -> bool:
-                rule._mark_chain(node)
-                return False
+                qualified = rule.ctx.resolve(node)
+                if qualified and is_cuda_name(qualified):
+                    rule._mark_chain(node)
+                    found.append(node)
+                    return False
+                return True
 
         expr.visit(Mark())
+        return bool(found)
 
     def visit_Name(self, node: cst.Name) -> None:
         if id(node) in self._inner:
