@@ -1,4 +1,7 @@
-"""Generates docs/rules.md and docs/support-matrix.md from the rules' docstrings and the mapping tables.
+"""Generates docs/rules.md, docs/support-matrix.md and docs/config-schemas.md from the code's own data.
+
+rules.md comes from the rules' docstrings, support-matrix.md from the mapping tables, config-schemas.md
+from the API snapshot (codemods/data/api/verl.json, mindspeed_rl.json) and the skeleton schemas.
 
     python -m transpiler.docgen           # rewrite the files
     python -m transpiler.docgen --check   # exit 1 and name the stale files (tests/test_docs_current.py)
@@ -14,9 +17,20 @@ import textwrap
 from pathlib import Path
 from typing import Iterable
 
+import json
+from functools import lru_cache
+from typing import Any
+
+import yaml
+
 from codemods._base import Rule
+from codemods._verl_keys import unknown_key
+from transpiler import api_facts
 from transpiler.mapping import available_targets, load_table
 from transpiler.registry import all_rules
+from transpiler.skeletons_engine.render import KIND_FOLDERS, render_partial
+from transpiler.skeletons_engine.render import schemas as skeleton_schemas
+from transpiler.skeletons_engine.schema import Option
 from transpiler.user_tables import builtin_table_names
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -111,8 +125,189 @@ def support_matrix_doc() -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
+# config-schemas.md ------------------------------------------------------------------------------------------
+
+_VERL_KINDS = ("verl-train", "pipeline")
+_MSRL_KINDS = ("msrl-train",)
+_HYDRA_ONLY = ("defaults", "hydra")  # Hydra's composition lists, not config keys
+
+
+def _flatten(node: Any, prefix: str = "") -> dict[str, Any]:
+    """{"a": {"b": 1}} -> {"a.b": 1}; lists and scalars are leaves."""
+    if not isinstance(node, dict) or not node:
+        return {prefix: node}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        out.update(_flatten(value, f"{prefix}.{key}" if prefix else str(key)))
+    return out
+
+
+def _config_keys(kind: str, values: dict[str, Any]) -> dict[str, Any]:
+    """Dotted key -> value of the config file `generate KIND` writes with these option values."""
+    template = skeleton_schemas()[kind].config_template or ""
+    path = template if "/" in template else f"{KIND_FOLDERS[kind]}/{template}"
+    # The C loader where PyYAML has it: this parses a few hundred renders.
+    data = yaml.load(render_partial(path, kind, values), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader)) or {}
+    return _flatten({k: v for k, v in data.items() if k not in _HYDRA_ONLY})
+
+
+def _other_values(opt: Option) -> list[Any]:
+    """Values unlike the default, to find out which keys an option sets (rendering does not validate)."""
+    if opt.type == "choice":
+        return [c for c in opt.choices if c != opt.default]
+    if opt.type == "bool":
+        return [not opt.default]
+    if opt.type == "int":
+        return [(opt.default or 0) + 1]
+    if opt.type == "float":
+        return [(opt.default or 1.0) / 2]
+    return [f"{opt.default}_2" if opt.default else "x2"]
+
+
+def _fmt(value: Any) -> str:
+    text = value if isinstance(value, str) else json.dumps(value)
+    return f"`{_md_cell(text)}`"
+
+
+def generated_keys(kind: str) -> dict[str, dict[str, Any]]:
+    """Every config key `generate KIND` writes: its value with the defaults (or the option values that
+    add it), and the options that change it. Found by rendering with one option changed at a time, also
+    from each option set that adds keys (so `critic.optim.lr` is found to follow `--critic-lr`)."""
+    schema = skeleton_schemas()[kind]
+    defaults = schema.defaults()
+    base = _config_keys(kind, defaults)
+    rows = {k: {"value": v, "default": True, "set_by": [], "only_with": [], "left_out_with": []}
+            for k, v in base.items()}
+    bases = [(defaults, base)]
+    for name, opt in schema.options.items():
+        for other in _other_values(opt):
+            keys = _config_keys(kind, {**defaults, name: other})
+            for key in keys.keys() - base.keys():
+                row = rows.setdefault(key, {"value": keys[key], "default": False, "set_by": [], "only_with": [],
+                                            "left_out_with": []})
+                row["only_with"].append(f"{opt.flag} {other}")
+            for key in base.keys() - keys.keys():
+                rows[key]["left_out_with"].append(f"{opt.flag} {other}")
+            if keys.keys() - base.keys():
+                bases.append(({**defaults, name: other}, keys))
+    for values, rendered in bases:
+        for name, opt in schema.options.items():
+            for other in _other_values(opt):
+                if other == values[name]:
+                    continue
+                changed = _config_keys(kind, {**values, name: other})
+                for key, value in rendered.items():
+                    if key in changed and changed[key] != value and opt.flag not in rows[key]["set_by"]:
+                        rows[key]["set_by"].append(opt.flag)
+    return rows
+
+
+def _generate_table(kinds: tuple[str, ...], type_of=None) -> list[str]:
+    per_kind = {kind: generated_keys(kind) for kind in kinds}
+    order: list[str] = []
+    for rows in per_kind.values():
+        order += [k for k in rows if k not in order]
+    head = "| key | " + ("type in VERL | " if type_of else "") + "written with the defaults | set by | kinds |"
+    out = [head, "|" + " --- |" * (head.count("|") - 1)]
+    for key in order:
+        found = {kind: rows[key] for kind, rows in per_kind.items() if key in rows}
+        row = next(iter(found.values()))
+        written = _fmt(row["value"]) if row["default"] else "only with " + ", ".join(
+            f"`{w}`" for w in row["only_with"])
+        if row["left_out_with"]:
+            written += "; left out with " + ", ".join(f"`{w}`" for w in row["left_out_with"])
+        set_by = ", ".join(f"`{s}`" for s in row["set_by"]) or "fixed"
+        cells = [f"`{key}`"] + ([type_of(key)] if type_of else []) + [written, set_by, ", ".join(found)]
+        out.append("| " + " | ".join(cells) + " |")
+    return out
+
+
+def _verl_type(config: str, key: str) -> str:
+    kind = api_facts.load("verl").config_keys(config).get(key)
+    if kind is None:
+        return "**not in VERL**"
+    if kind == "null":
+        return "null (any value)"
+    if kind == "dict" and unknown_key(f"{key}.any_key", config) is None:
+        return "dict (free-form below)"
+    return kind
+
+
+def _verl_sections(config: str, keys: dict[str, str], title: str) -> list[str]:
+    sections: dict[str, list[str]] = {}
+    for key in keys:
+        sections.setdefault(key.split(".")[0], []).append(key)
+    out = [f"| section | keys | free-form below |", "| --- | ---: | --- |"]
+    for section, names in sections.items():
+        free = [k for k in names if _verl_type(config, k).endswith("(free-form below)")]
+        out.append(f"| `{section}` | {len(names)} | {', '.join(f'`{k}`' for k in free) or ''} |")
+    out.append("")
+    for section, names in sections.items():
+        out += [f"<details><summary><code>{section}</code>: {len(names)} keys ({title})</summary>", "",
+                "| key | type of the default |", "| --- | --- |"]
+        out += [f"| `{k}` | {_verl_type(config, k)} |" for k in names]
+        out += ["", "</details>", ""]
+    return out
+
+
+@lru_cache(maxsize=None)
+def config_schemas_doc() -> str:
+    verl = api_facts.load("verl")
+    msrl = api_facts.load("mindspeed_rl")
+    trainer = verl.config_keys("ppo_trainer")
+    megatron_only = {k: v for k, v in verl.config_keys("ppo_megatron_trainer").items() if k not in trainer}
+    sources = verl.raw.get("config_sources", {})
+    out = ["# Config schemas", "", GENERATED, "",
+           "The VERL and MindSpeed-RL config keys that `npu-port generate` writes and that `npu-port check` and "
+           "the tests validate, from the data the code reads:", "",
+           f"- `codemods/data/api/verl.json`: the keys of verl {verl.version}'s packaged trainer configs "
+           + ", ".join(f"`{n}` (`{sources.get(n, '?')}`)" for n in sorted(verl.raw.get("config_keys", {})))
+           + ", each with the type of its default;",
+           f"- `codemods/data/api/mindspeed_rl.json`: the keys each section of a MindSpeed-RL {msrl.version} "
+           f"YAML accepts (commit {(msrl.commit or '')[:7]}), read from its config classes;",
+           "- `skeletons/*/schema.yaml`: the options of `npu-port generate` (defaults, ranges, help).", "",
+           "## What `npu-port generate` writes", "",
+           "Each table lists the keys of the config file (`--config-out`) with the default options, the options "
+           "that change a key's value, and keys that only some option values add. `verl-train` and `pipeline` "
+           "write the same keys into the generated script's `OVERRIDES`. Every key is checked against the "
+           "snapshot by `tests/test_generate.py`. The type is that of VERL's packaged default: `str` often "
+           "stands for an interpolation (`${oc.select:...}`) and accepts any scalar; `null` accepts anything.",
+           "",
+           "### VERL: `" + "`, `".join(_VERL_KINDS) + "`", ""]
+    out += _generate_table(_VERL_KINDS, type_of=lambda k: _verl_type("ppo_trainer", k))
+    out += ["", "### MindSpeed-RL: `" + "`, `".join(_MSRL_KINDS) + "`", ""]
+    out += _generate_table(_MSRL_KINDS)
+    out += ["", "## What `npu-port check` validates", "",
+            "### VERL keys", "",
+            "`unknown-verl-key-yaml` (keys of a VERL trainer YAML) and `unknown-verl-key-sh` (Hydra overrides "
+            "passed to `python -m verl.trainer.main_ppo` in launchers) report a key that no packaged trainer "
+            "config has, with the closest real keys as the hint. Only the first unknown level is reported. "
+            "Below a key marked *free-form* (a dict VERL passes to another library, or a `null` default) any "
+            "key is accepted.", "",
+            f"#### `ppo_trainer` ({len(trainer)} keys)", ""]
+    out += _verl_sections("ppo_trainer", trainer, "ppo_trainer")
+    out += [f"#### Only in `ppo_megatron_trainer` ({len(megatron_only)} more keys)", ""]
+    out += _verl_sections("ppo_megatron_trainer", megatron_only, "ppo_megatron_trainer only")
+    out += ["### MindSpeed-RL sections", "",
+            "`npu-port check` does not read MindSpeed-RL configs (MindSpeed-RL runs on Ascend already; `convert` "
+            "leaves its configs alone). The tests check every config `generate msrl-train` writes against these "
+            "sections with `transpiler/conformance.py`: a section or key MindSpeed-RL's config class lacks is an "
+            "error, because `BaseConfig.update()` rejects it at start-up. `model` is accepted in every section "
+            "(it selects the model config).", "",
+            "| section | config class | keys |", "| --- | --- | ---: |"]
+    classes = msrl.raw.get("section_classes", {})
+    out += [f"| `{s}` | `{classes.get(s, '?')}` | {len(msrl.section_keys(s))} |" for s in msrl.sections()]
+    out.append("")
+    for section in msrl.sections():
+        keys = msrl.section_keys(section)
+        out += [f"<details><summary><code>{section}</code>: {len(keys)} keys</summary>", "",
+                ", ".join(f"`{k}`" for k in sorted(keys)), "", "</details>", ""]
+    return "\n".join(out).rstrip() + "\n"
+
+
 def generated_docs() -> dict[Path, str]:
-    return {DOCS / "rules.md": rules_doc(), DOCS / "support-matrix.md": support_matrix_doc()}
+    return {DOCS / "rules.md": rules_doc(), DOCS / "support-matrix.md": support_matrix_doc(),
+            DOCS / "config-schemas.md": config_schemas_doc()}
 
 
 def stale(docs: dict[Path, str]) -> list[Path]:
