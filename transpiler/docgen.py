@@ -182,13 +182,14 @@ def generated_keys(kind: str) -> dict[str, dict[str, Any]]:
     for name, opt in schema.options.items():
         for other in _other_values(opt):
             keys = _config_keys(kind, {**defaults, name: other})
-            for key in keys.keys() - base.keys():
+            added = [k for k in keys if k not in base]  # in file order: sets would vary with the hash seed
+            for key in added:
                 row = rows.setdefault(key, {"value": keys[key], "default": False, "set_by": [], "only_with": [],
                                             "left_out_with": []})
                 row["only_with"].append(f"{opt.flag} {other}")
-            for key in base.keys() - keys.keys():
+            for key in [k for k in base if k not in keys]:
                 rows[key]["left_out_with"].append(f"{opt.flag} {other}")
-            if keys.keys() - base.keys():
+            if added:
                 bases.append(({**defaults, name: other}, keys))
     for values, rendered in bases:
         for name, opt in schema.options.items():
