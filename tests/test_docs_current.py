@@ -1,4 +1,4 @@
-"""docs/rules.md and docs/support-matrix.md are generated; this fails when they are stale."""
+"""docs/rules.md, docs/support-matrix.md and docs/config-schemas.md are generated; this fails when they are stale."""
 
 from __future__ import annotations
 
@@ -40,3 +40,41 @@ def test_stale_detection_can_fail(tmp_path):
     path.write_text("old\n")
     assert stale({path: "new\n"}) == [path]
     assert stale({path: "old\n"}) == []
+
+
+def _config_schemas_text() -> str:
+    return generated_docs()[next(p for p in generated_docs() if p.name == "config-schemas.md")]
+
+
+def test_config_schemas_list_every_verl_and_mindspeed_key_the_checks_use():
+    from transpiler import api_facts
+
+    text = _config_schemas_text()
+    verl = api_facts.load("verl")
+    for config in ("ppo_trainer", "ppo_megatron_trainer"):
+        for key in verl.config_keys(config):
+            assert f"| `{key}` |" in text, f"{config}: {key} missing"
+    msrl = api_facts.load("mindspeed_rl")
+    for section in msrl.sections():
+        assert f"<code>{section}</code>: {len(msrl.section_keys(section))} keys" in text
+        for key in msrl.section_keys(section):
+            assert f"`{key}`" in text
+
+
+def test_config_schemas_map_generate_options_to_the_keys_they_write():
+    from transpiler.docgen import generated_keys
+
+    verl = generated_keys("verl-train")
+    assert verl["trainer.n_gpus_per_node"]["set_by"] == ["--devices-per-node"]
+    assert verl["trainer.device"]["value"] == "npu" and verl["trainer.device"]["set_by"] == []
+    # Keys only PPO writes are found, and what sets them is found from the PPO render.
+    assert verl["critic.optim.lr"]["only_with"] == ["--algorithm ppo"]
+    assert verl["critic.optim.lr"]["set_by"] == ["--critic-lr"]
+    assert verl["actor_rollout_ref.actor.kl_loss_coef"]["left_out_with"] == ["--algorithm ppo"]
+    assert "actor_rollout_ref.actor.checkpoint.save_contents" in generated_keys("pipeline")
+    msrl = generated_keys("msrl-train")
+    assert msrl["rl_config.actor_resource.num_npus"]["set_by"] == ["--nnodes", "--npus-per-node"]
+    assert msrl["megatron_training.distributed_backend"]["value"] == "nccl"
+    text = _config_schemas_text()
+    assert "| `trainer.n_gpus_per_node` | int | `8` | `--devices-per-node` | verl-train, pipeline |" in text
+    assert "**not in VERL**" not in text, "generate writes a key VERL's packaged config lacks"
