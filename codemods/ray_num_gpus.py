@@ -59,6 +59,11 @@ class RayNumGpus(PythonRule):
         if num is None or not self._takes_num_gpus(original):
             return updated
         npu = self.table.npu
+        accelerator = keyword(original, "accelerator_type")
+        if accelerator is not None:
+            # An NVIDIA type ("A100", NVIDIA_TESLA_V100) next to the GPU request: no NPU node has it.
+            self.report(accelerator, "accelerator_type= names a GPU type that no NPU node offers",
+                        hint="drop it, or use ray.util.accelerators.HUAWEI_NPU_910B / HUAWEI_NPU_910B4")
         if has_star_args(updated):
             self.report(original, f"num_gpus= next to **kwargs: move it into resources={{\"{npu}\": ...}} by hand "
                                   "(the kwargs may already carry resources=)")

@@ -20,7 +20,7 @@ class ShellDeviceArgs(ShellRule):
         `--dist-backend nccl`, `--backend=nccl` (and the `_` spellings, `--ddp-backend`) become `hccl`.
         Modules of frameworks (`python -m vllm...`, `verl`, `sglang`, `ray`, ...) and `vllm serve` are
         not the user's script: their flags keep their names and values (`--gpu-memory-utilization`
-        stays on vllm-ascend).
+        stays on vllm-ascend). `vllm serve --device ...` is reported: vLLM 0.10 removed that flag.
 
     Why:
         Those values flow into `torch.device(...)` and `init_process_group(backend=...)`, which on
@@ -43,6 +43,7 @@ class ShellDeviceArgs(ShellRule):
         table = load_table(self.ctx.target, "shell")
         frameworks = tuple(table["framework_modules"])
         for cmd in script.commands:
+            self._removed_vllm_device(cmd)
             launch = python_launch(cmd)
             if launch is None:
                 continue
@@ -57,6 +58,16 @@ class ShellDeviceArgs(ShellRule):
                 value = value_word.value if value_word else (opt.value or "").partition("=")[2]
                 if value == "nccl":
                     self._swap(script, cmd, vstart, vend, "nccl", "hccl", opt)
+
+    def _removed_vllm_device(self, cmd) -> None:
+        """`vllm serve ... --device cuda`: vLLM 0.10 removed the flag; report it (the value is not ours)."""
+        at, _ = cmd.argv()
+        words = [w.value or w.text for w in cmd.words[at:at + 2]]
+        if words[:2] != ["vllm", "serve"]:
+            return
+        for opt, _, _, _ in option_values(cmd.words[at + 2:], ("--device",)):
+            self.report(opt.start, "vllm serve --device was removed in vLLM 0.10; it fails on current releases",
+                        severity="error", hint="delete it: the vllm-ascend platform plugin selects the NPU")
 
     def _swap(self, script, cmd, vstart, vend, old, new, opt) -> None:
         span = token_span(script, vstart, vend, old)

@@ -55,10 +55,11 @@ def render_text(console: Console, report: CheckReport, *, statistics: bool = Fal
             line = report.source_line(f)
             if line.strip():
                 console.print(Text.assemble((f"    {f.line:>5} | ", "dim"), line.rstrip()))
+            # Text objects, not markup: rich's escape() doubles a trailing backslash (a shell continuation).
             if f.fix:
-                console.print(f"    [green]fix[/]: {escape(f.fix)}")
+                console.print(Text.assemble("    ", ("fix", "green"), ": ", f.fix))
             if f.hint and f.hint != f.fix:
-                console.print(f"    [dim]hint: {escape(f.hint)}[/]")
+                console.print(Text.assemble("    ", (f"hint: {f.hint}", "dim")))
         console.print()
     if statistics:
         render_statistics(console, report.findings)

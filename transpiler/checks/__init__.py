@@ -9,6 +9,7 @@ for) report errors of their own. The validators themselves are ordinary report-o
 from __future__ import annotations
 
 import difflib
+import textwrap
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Optional
@@ -96,7 +97,11 @@ def line_edits(before: str, after: str) -> dict[int, Edit]:
     out: dict[int, Edit] = {}
     for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
         text = "\n".join(b[j1:j2])
-        if tag in ("replace", "delete"):
+        if tag == "replace" and i2 - i1 == j2 - j1:
+            # Line for line: each finding gets its own line's fix, not the whole hunk.
+            for k in range(i2 - i1):
+                out.setdefault(i1 + k + 1, Edit(i1 + k + 1, i1 + k + 1, b[j1 + k]))
+        elif tag in ("replace", "delete"):
             for line in range(i1 + 1, i2 + 1):
                 out.setdefault(line, Edit(i1 + 1, i2, text))
         elif tag == "insert" and i1 > 0:
@@ -111,7 +116,7 @@ def _fix_text(f: Finding, edit: Optional[Edit]) -> str:
         return ""
     if edit.end < edit.start:
         return f"insert after line {edit.start - 1}: {edit.text.strip()}"
-    new = edit.text.strip() if edit.text.count("\n") == 0 else edit.text
+    new = edit.text.strip() if edit.text.count("\n") == 0 else textwrap.dedent(edit.text)
     return f"becomes: {new}" if new else "delete the line"
 
 

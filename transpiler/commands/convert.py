@@ -51,6 +51,8 @@ def convert(ctx, paths, target, select, ignore, extras, show_diff, out, in_place
     One file and no output option: the converted source goes to stdout and the summary to stderr.
     Use '-' to read Python from stdin.
     """
+    if any(p is not None and str(p) == "-" for p in (out, report_path, summary_path)):
+        raise click.UsageError("--out, --report and --summary take file names ('-' is not stdout here)")
     if sum(bool(x) for x in (show_diff, out, in_place, check)) > 1:
         raise click.UsageError("choose one of --diff, --out, --in-place, --check")
     if not summary_path_ok(summary_path):

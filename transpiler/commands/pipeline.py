@@ -16,7 +16,7 @@ from transpiler.config import load_config
 from transpiler.engine import Engine
 from transpiler.files import atomic_write
 from transpiler.mapping import available_targets
-from transpiler.render import print_findings, print_summary, stderr_console
+from transpiler.render import print_findings, stderr_console
 from transpiler.report import FileOutcome, findings_to_json
 from transpiler.settings import Settings
 from transpiler.standalone import StandaloneError, make_standalone
@@ -55,6 +55,8 @@ def pipeline(source, target, strip, search_paths, adapter, entry, runtime_env, o
     Convert runs after weave so the woven inference code is ported too; running the pipeline again
     on its output changes nothing. Nothing is written for a script that fails a stage.
     """
+    if str(out) == "-" or (report_path is not None and str(report_path) == "-"):
+        raise click.UsageError("-o and --report take file names ('-' is not stdout here)")
     packages = split_packages(split_csv(strip))
     engine = Engine(Settings(target=target, extras=True, runtime_env_profile=runtime_env))
     console = stderr_console(quiet)
@@ -76,7 +78,11 @@ def pipeline(source, target, strip, search_paths, adapter, entry, runtime_env, o
                              isolated=True)
         outcomes.extend(run_check(written, config).outcomes)
     print_findings(console, outcomes, show_changes=False)
-    print_summary(console, outcomes, time.perf_counter() - started)
+    changes = sum(len(o.changes) for o in outcomes)
+    errors = sum(1 for o in outcomes for f in o.findings if f.severity == "error")
+    console.print(f"{len(jobs)} script{'s' if len(jobs) != 1 else ''}: {len(written)} written, "
+                  f"{len(jobs) - len(written)} failed; {changes} changes; check: {errors} errors; "
+                  f"{time.perf_counter() - started:.2f}s")
     if report_path:
         report_path.write_text(findings_to_json(outcomes, command="pipeline", target=target,
                                                 scripts=len(jobs), written=len(written)), encoding="utf-8")
@@ -98,7 +104,7 @@ def _build(path: Path, dest: Path, packages, search_paths, adapter: str, entry: 
     try:
         woven = weave(result.code, adapter, entry=entry)
     except WeaveError as exc:
-        outcomes.append(FileOutcome(str(dest), "failed", error=f"weave: {exc}"))
+        outcomes.append(FileOutcome(str(path), "failed", error=f"weave: {exc}"))
         return outcomes, None
     data = woven.source.encode("utf-8")
     converted = engine.convert(data, str(dest), "python")

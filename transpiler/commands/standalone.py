@@ -107,6 +107,7 @@ def _one(path: Path, dest: Optional[Path], packages, search_paths, allow_unresol
             return False
         outcome.findings.extend(converted.outcome.findings)
         data = converted.output if converted.output is not None else data
+        console.print(f"{path}: convert made {len(converted.outcome.changes)} changes", markup=False)
     print_findings(console, [outcome])
     if dest is None:
         sys.stdout.buffer.write(data)
