@@ -13,9 +13,9 @@ from dataclasses import dataclass, field
 from typing import Any, ClassVar, Optional
 
 import libcst as cst
-from libcst.metadata import MetadataWrapper, PositionProvider
 
 from transpiler.analysis.imports import ImportTable
+from transpiler.analysis.locations import NodeLocations
 from transpiler.report import Finding
 
 SAFETY_LEVELS = ("safe", "review", "report-only")
@@ -155,7 +155,7 @@ class PythonContext(FileContext):
         # Computed once per file and only when a rule needs a line: most parsed files need it,
         # but never before the first change or finding.
         if self._positions is None:
-            self._positions = MetadataWrapper(self.module, unsafe_skip_copy=True).resolve(PositionProvider)
+            self._positions = NodeLocations(self.module)
         return self._positions.get(node)
 
     def in_npu_branch(self, node: cst.CSTNode) -> bool:

@@ -17,8 +17,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from transpiler.mapping import available_targets
-from transpiler.report import FileOutcome
-from transpiler.runner import SourceFile, discover, run
+from transpiler.runner import RunConfig, RunResult, SourceFile, discover, run
 from transpiler.settings import Settings
 
 CONFIG_FILES = ("npu-port.toml", "pyproject.toml")
@@ -266,26 +265,21 @@ def load_config(paths: Iterable[Path], cli: Optional[dict[str, Any]] = None,
 
 # -- applying it to a run ------------------------------------------------------------------------
 
-def discover_files(paths: Iterable[Path], config: ProjectConfig) -> list[SourceFile]:
-    """The files under `paths` minus the excluded ones (also when named explicitly, as pre-commit does)."""
-    return [f for f in discover(paths) if not config.is_excluded(f.path)]
+def discover_files(paths: Iterable[Path], config: ProjectConfig, exclude: Iterable[Path] = ()) -> list[SourceFile]:
+    """The files under `paths` minus the excluded ones (also when named explicitly, as pre-commit does)
+    and minus `exclude` (an output folder inside an input)."""
+    return [f for f in discover(paths, exclude) if not config.is_excluded(f.path)]
 
 
 def run_configured(files: list[SourceFile], config: ProjectConfig, settings: Settings,
-                   on_result: Callable) -> list[FileOutcome]:
-    """Run `files`, each with its per-file ignores; outcomes come back in input order.
+                   on_result: Callable, run_config: Optional[RunConfig] = None) -> RunResult:
+    """Run `files`, each with its per-file ignores, in one run; outcomes come back in input order.
 
-    Files that share an effective rule set run together, so per-file ignores cost one engine per
+    Files that share an effective rule set share an engine, so per-file ignores cost one engine per
     distinct set, not one per file.
     """
-    groups: dict[Settings, list[int]] = {}
-    for i, src in enumerate(files):
+    def settings_for(src: SourceFile) -> Settings:
         extra = config.ignored_rules_for(src.path)
-        s = replace(settings, ignore=settings.ignore + extra) if extra else settings
-        groups.setdefault(s, []).append(i)
-    outcomes: list[Optional[FileOutcome]] = [None] * len(files)
-    for group_settings, indexes in groups.items():
-        done = run([files[i] for i in indexes], group_settings, on_result)
-        for i, outcome in zip(indexes, done):
-            outcomes[i] = outcome
-    return [o for o in outcomes if o is not None]
+        return replace(settings, ignore=settings.ignore + extra) if extra else settings
+
+    return run(files, settings, on_result, config=run_config, settings_for=settings_for)

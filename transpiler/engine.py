@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Optional, Sequence
 
@@ -38,22 +39,43 @@ def convert_text(data: bytes, path: str, rule_classes: Sequence[type[Rule]], opt
 CONVERTERS = {"python": convert_python, "shell": convert_text, "yaml": convert_text}
 
 
+def trigger_pattern(rules: Sequence[type[Rule]]) -> Optional[re.Pattern]:
+    """One alternation of every trigger of `rules`, searched once over a file's bytes.
+
+    None when some rule declares no trigger: it may act on any file, so every file is parsed.
+    """
+    triggers = set()
+    for rule in rules:
+        if not rule.TRIGGERS:
+            return None
+        triggers.update(t.encode("utf-8") for t in rule.TRIGGERS)
+    # Longest first only keeps the alternation deterministic; any match answers the question.
+    return re.compile(b"|".join(re.escape(t) for t in sorted(triggers, key=lambda t: (-len(t), t))))
+
+
 class Engine:
-    def __init__(self, settings: Settings):
+    def __init__(self, settings: Settings, rules: Optional[Sequence[type[Rule]]] = None,
+                 prefilter: bool = True):
         self.settings = settings
         self.options = settings.run_options()
-        self.rules = select_rules(settings.select, settings.ignore, settings.extras)
+        self.rules = list(rules) if rules is not None else select_rules(settings.select, settings.ignore,
+                                                                         settings.extras)
+        self.prefilter = prefilter
         self.by_language: dict[str, list[type[Rule]]] = {}
         for rule in self.rules:
             self.by_language.setdefault(rule.LANGUAGE, []).append(rule)
+        self._patterns = {lang: trigger_pattern(rules) for lang, rules in self.by_language.items()}
 
     def needs_parse(self, data: bytes, language: str) -> list[type[Rule]]:
-        """The prefilter: the rules whose trigger tokens occur in the file (none: skip parsing)."""
+        """The prefilter: all rules of the language if any of their triggers occurs in the file's
+        bytes (triggers are ASCII, so this holds for any ASCII-compatible encoding), else none."""
         rules = self.by_language.get(language)
         if not rules:
             return []
-        text = data.decode("latin-1")  # byte-preserving; triggers are ASCII
-        return [r for r in rules if r.matches(text)] and rules
+        pattern = self._patterns[language]
+        if not self.prefilter or pattern is None or pattern.search(data):
+            return rules
+        return []
 
     def convert(self, data: bytes, path: str, language: Optional[str] = None) -> Converted:
         language = language or language_of(path, data[:128])

@@ -1,17 +1,33 @@
-"""Runs the engine over files: discovery, per-file isolation, parallel execution, results in input order."""
+"""Runs the engine over many files: discovery, triage, the cache, an executor, results in input order.
+
+The driver process triages every file itself, because that is as cheap as reading it: links,
+special files, non-source files, oversized, binary or undecodable sources, files without any
+trigger of the selected rules (the prefilter) and cache hits never reach a worker. Only files that
+must be parsed go to the executor, largest first so that no big file starts last. Workers read the
+file themselves (Ray gets the bytes) and send back output only when it changed.
+"""
 
 from __future__ import annotations
 
 import os
-from concurrent.futures import ProcessPoolExecutor
-from dataclasses import dataclass
+import signal
+import stat
+import threading
+import time
+from contextlib import contextmanager
+from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional
+from typing import Callable, Iterable, Iterator, Optional, Sequence
 
-from transpiler.engine import Converted, Engine
-from transpiler.files import ReadError, language_of, read_source, walk
+from codemods._base import Rule
+from transpiler.cache import Cache, fingerprint
+from transpiler.engine import CONVERTERS, Converted, Engine
+from transpiler.executors import DEFAULT_TIMEOUT, Executor, ProcessExecutor, default_jobs
+from transpiler.files import language_of, needs_head, read_head, walk
+from transpiler.progress import Reporter
 from transpiler.report import FileOutcome
 from transpiler.settings import Settings
+from transpiler.worker import Result, Task, digest_of
 
 
 @dataclass(frozen=True)
@@ -21,66 +37,259 @@ class SourceFile:
     display: str  # how reports name it
 
 
-def discover(paths: Iterable[Path]) -> Iterator[SourceFile]:
+def discover(paths: Iterable[Path], exclude: Iterable[Path] = ()) -> Iterator[SourceFile]:
+    exclude = list(exclude)
     for root in paths:
         if root.is_dir() and not root.is_symlink():
-            for p in walk(root):
-                rel = p.relative_to(root)
-                yield SourceFile(p, rel, str(p))
+            for p in walk(root, exclude):
+                yield SourceFile(p, p.relative_to(root), str(p))
         else:
             yield SourceFile(root, Path(root.name), str(root))
 
 
-_ENGINE: Optional[Engine] = None
+@dataclass
+class RunResult:
+    outcomes: list[FileOutcome]
+    cache_hits: int = 0
+    interrupted: bool = False
+    seconds: float = 0.0
 
 
-def _engine_for(settings: Settings) -> Engine:
-    global _ENGINE
-    if _ENGINE is None or _ENGINE.settings != settings:
-        _ENGINE = Engine(settings)
-    return _ENGINE
+@dataclass
+class RunConfig:
+    """How to run, as opposed to what to convert (Settings)."""
+
+    executor: str = "local"  # "local" | "ray"
+    timeout: float = DEFAULT_TIMEOUT
+    cache: Optional[Cache] = None
+    ray_address: Optional[str] = None
+    reporter: Reporter = field(default_factory=Reporter)
+    # Hand results on in input order (a diff or code on stdout) rather than as they finish: files
+    # are then written as soon as they are done, so an interrupted run keeps what it finished.
+    ordered: bool = False
 
 
-def convert_one(src: SourceFile, settings: Settings) -> tuple[SourceFile, Converted, Optional[bytes]]:
-    """Read and convert one file; any failure becomes that file's outcome, never the run's end.
+OnResult = Callable[[SourceFile, Converted, Optional[bytes]], None]
+Job = tuple[Settings, list[type[Rule]]]  # what a worker needs to convert the files of one group
 
-    Returns the original bytes too so the writer can copy unchanged files without reading twice.
-    """
-    engine = _engine_for(settings)
-    if src.path.is_symlink():
-        return src, Converted(FileOutcome(src.display, "copied", language="link"), None), None
+
+@dataclass
+class _Group:
+    """Files that share settings (per-file ignores from the config make a few groups)."""
+
+    settings: Settings
+    engine: Engine
+    fingerprint: Optional[str]
+
+
+def run(files: Sequence[SourceFile], settings: Settings, on_result: OnResult,
+        rules: Optional[Sequence[type[Rule]]] = None, config: Optional[RunConfig] = None,
+        settings_for: Optional[Callable[[SourceFile], Settings]] = None) -> RunResult:
+    """Convert `files`, handing each result to `on_result(src, converted, original)` (in input order if
+    `config.ordered`); `original` is the input's bytes when the file has changes or findings, else
+    None. `settings_for` gives a file its own settings (the rules then come from the registry; the
+    explicit `rules` apply to files with the run's `settings`). The outcomes come back in input order.
+    Ctrl-C (or SIGTERM) stops the run once the result being handed over is written: every file
+    written so far is complete."""
+    config = config or RunConfig()
+    started = time.perf_counter()
+    reporter = config.reporter
+    delivery = _Delivery(files, on_result, config.ordered)
+    executor: Optional[Executor] = None
+    interrupted = False
+
+    index_of: dict[Settings, int] = {}
+    groups: list[_Group] = []
+
+    def group_of(src: SourceFile) -> int:
+        s = settings_for(src) if settings_for is not None else settings
+        gid = index_of.get(s)
+        if gid is None:
+            engine = Engine(s, rules if s == settings else None)
+            fp = fingerprint(s, engine.rules) if config.cache is not None else None
+            gid = index_of[s] = len(groups)
+            groups.append(_Group(s, engine, fp))
+        return gid
+
+    group_ids = [group_of(src) for src in files]
+    jobs: list[Job] = [(g.settings, g.engine.rules) for g in groups]
+
+    def finish(index: int, converted: Converted, original: Optional[bytes]) -> None:
+        delivery.put(index, converted, original)
+        reporter.advance(executor.current() if executor is not None else files[index].display)
+
+    def take(results: list[Result]) -> None:
+        for res in results:
+            src = files[res.index]
+            group = groups[group_ids[res.index]]
+            if config.cache is not None and res.digest is not None and group.fingerprint is not None:
+                config.cache.put(group.fingerprint, src.rel.as_posix(), res.outcome.language, res.digest,
+                                 res.outcome, res.output)
+            original = None
+            if res.output is not None or res.outcome.findings:
+                original = _reread(src)
+            finish(res.index, Converted(res.outcome, res.output), original)
+
+    reporter.start(len(files))
     try:
-        data = read_source(src.path, settings.max_bytes)
-    except ReadError as exc:
-        lang = language_of(src.path)
-        status = "failed" if lang != "other" else "copied"
-        return src, Converted(FileOutcome(src.display, status, error=str(exc), language=lang), None), None
+        for index in sorted(range(len(files)), key=lambda i: (-_size(files[i].path), i)):
+            src = files[index]
+            group = groups[group_ids[index]]
+            triaged = _triage(index, src, group, config.cache, ship=config.executor == "ray")
+            if isinstance(triaged, Task):
+                if executor is None:
+                    executor = _make_executor(config, jobs, settings.jobs)
+                executor.submit(replace(triaged, group=group_ids[index]))
+                take(executor.poll(0))
+            else:
+                finish(index, *triaged)
+        while executor is not None and executor.pending():
+            take(executor.poll(0.5))
+    except KeyboardInterrupt:
+        interrupted = True
+    finally:
+        if executor is not None:
+            executor.close()
+        reporter.stop()
+    return RunResult(delivery.outcomes(), config.cache.hits if config.cache else 0, interrupted,
+                     time.perf_counter() - started)
+
+
+def _make_executor(config: RunConfig, jobs: list[Job], processes: int) -> Executor:
+    if config.executor == "ray":
+        from transpiler.ray_executor import RayExecutor
+
+        return RayExecutor(jobs, config.timeout, config.ray_address)
+    return ProcessExecutor(processes or default_jobs(), jobs, config.timeout)
+
+
+def _reread(src: SourceFile) -> Optional[bytes]:
     try:
-        return src, engine.convert(data, src.display), data
-    except Exception as exc:  # a rule bug must cost one file, not the run
-        outcome = FileOutcome(src.display, "failed", error=f"internal error: {type(exc).__name__}: {exc}")
-        return src, Converted(outcome, None), data
+        with open(src.path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
 
 
-def run(files: list[SourceFile], settings: Settings,
-        on_result: Callable[[SourceFile, Converted, Optional[bytes]], None]) -> list[FileOutcome]:
-    """Convert `files` (largest first when parallel) and hand each result to `on_result` in input order."""
-    jobs = settings.jobs or os.cpu_count() or 1
-    outcomes: list[FileOutcome] = []
-    if jobs <= 1 or len(files) < 2:
-        for src in files:
-            result = convert_one(src, settings)
-            on_result(*result)
-            outcomes.append(result[1].outcome)
-        return outcomes
-    order = sorted(range(len(files)), key=lambda i: -_size(files[i].path))
-    with ProcessPoolExecutor(max_workers=jobs) as pool:
-        futures = {i: pool.submit(convert_one, files[i], settings) for i in order}
-        for i in range(len(files)):
-            result = futures[i].result()
-            on_result(*result)
-            outcomes.append(result[1].outcome)
-    return outcomes
+def _triage(index: int, src: SourceFile, group: _Group, cache: Optional[Cache],
+            ship: bool) -> Task | tuple[Converted, Optional[bytes]]:
+    """Settle a file without parsing it where possible (the outcome, and the bytes when it has
+    changes or findings); else the Task a worker must do."""
+    engine, settings = group.engine, group.settings
+
+    def done(status: str, language: str, error: str = "") -> tuple[Converted, Optional[bytes]]:
+        return Converted(FileOutcome(src.display, status, error=error, language=language), None), None
+
+    try:
+        st = os.lstat(src.path)
+    except OSError as exc:
+        return done("failed", language_of(src.path), f"cannot read: {exc.strerror}")
+    if stat.S_ISLNK(st.st_mode):
+        return done("copied", "link")
+    language = language_of(src.path, read_head(src.path) if needs_head(src.path) else b"")
+    if not stat.S_ISREG(st.st_mode):
+        return done("failed", language, "not a regular file (FIFO, socket or device); left out")
+    if language not in CONVERTERS:
+        return done("copied", language)
+    if not engine.by_language.get(language):
+        return done("skipped", language)  # no selected rule reads this language: copied as is
+    if st.st_size > settings.max_bytes:
+        return done("failed", language, f"too large ({st.st_size} bytes > limit {settings.max_bytes}; "
+                                        f"see --max-bytes); copied unconverted")
+    try:
+        with open(src.path, "rb") as fh:
+            data = fh.read()
+    except OSError as exc:
+        return done("failed", language, f"cannot read: {exc.strerror}")
+    if b"\x00" in data:
+        return done("failed", language, "binary file (contains NUL bytes), not source text; copied unconverted")
+    error = _decode_error(data, language)
+    if error:
+        return done("failed", language, error + "; copied unconverted")
+    if not engine.needs_parse(data, language):
+        return done("skipped", language)
+    if cache is not None and group.fingerprint is not None:
+        hit = cache.get(group.fingerprint, src.rel.as_posix(), language, digest_of(data), src.display)
+        if hit is not None:
+            outcome, output = hit
+            return Converted(outcome, output), data if output is not None or outcome.findings else None
+    return Task(index, str(src.path), src.display, language, data if ship else None)
+
+
+def _decode_error(data: bytes, language: str) -> str:
+    """Why the bytes are not text in their declared encoding (UTF-8 unless a Python coding cookie says else)."""
+    try:
+        data.decode("utf-8")
+        return ""
+    except UnicodeDecodeError as exc:
+        utf8_error = f"cannot decode: not valid UTF-8 at byte {exc.start}"
+    if language != "python":
+        return utf8_error
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        return f"cannot decode: {exc}"
+    if encoding in ("utf-8", "utf-8-sig"):
+        return utf8_error
+    try:
+        data.decode(encoding)
+        return ""
+    except (UnicodeDecodeError, LookupError) as exc:
+        return f"cannot decode: not valid {encoding} as its coding line declares ({exc})"
+
+
+class _Delivery:
+    """Hands results on as they finish, or in input order; keeps the outcomes of those handed on."""
+
+    def __init__(self, files: Sequence[SourceFile], on_result: OnResult, ordered: bool):
+        self._files = files
+        self._on_result = on_result
+        self._ordered = ordered
+        self._waiting: dict[int, tuple[Converted, Optional[bytes]]] = {}
+        self._next = 0
+        self._outcomes: dict[int, FileOutcome] = {}
+
+    def put(self, index: int, converted: Converted, original: Optional[bytes]) -> None:
+        if not self._ordered:
+            self._hand_on(index, converted, original)
+            return
+        self._waiting[index] = (converted, original)
+        while self._next in self._waiting:
+            self._hand_on(self._next, *self._waiting.pop(self._next))
+            self._next += 1
+
+    def _hand_on(self, index: int, converted: Converted, original: Optional[bytes]) -> None:
+        with interrupts_deferred():
+            self._on_result(self._files[index], converted, original)
+        self._outcomes[index] = converted.outcome
+
+    def outcomes(self) -> list[FileOutcome]:
+        return [self._outcomes[i] for i in sorted(self._outcomes)]
+
+
+@contextmanager
+def interrupts_deferred():
+    """Hold Ctrl-C and SIGTERM until the block (one file's write) is done, then act on them."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    caught: list[int] = []
+    previous = {sig: signal.signal(sig, lambda signum, frame: caught.append(signum))
+                for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        for signum in caught[:1]:
+            handler = previous[signum]
+            if callable(handler):
+                handler(signum, None)
+            elif handler == signal.SIG_DFL:
+                raise KeyboardInterrupt
 
 
 def _size(path: Path) -> int:

@@ -152,6 +152,6 @@ def run_check(paths: list[Path], config: ProjectConfig, jobs: int = 1,
     settings = config.settings(jobs=jobs, select=check_rule_ids(config), extra_options=extra_options)
     files = discover_files(paths, config)
     collect = _Collector()
-    outcomes = run_configured(files, config, settings, collect)
+    outcomes = run_configured(files, config, settings, collect).outcomes
     outcomes = [replace(o, findings=collect.fixed.get(o.path, o.findings)) for o in outcomes]
     return CheckReport(outcomes, collect.edits, collect.sources)

@@ -2,26 +2,35 @@
 
 from __future__ import annotations
 
-import shutil
+import dataclasses
+import importlib.util
+import os
+import signal
+import subprocess
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Optional
 
 import click
 
-from transpiler.engine import Converted, Engine
-from transpiler.files import atomic_write
+from transpiler.cache import Cache, default_cache_dir
+from transpiler.commands._bulk_options import bulk_options
 from transpiler.commands._options import rule_options, runtime_env_option
 from transpiler.commands.config import config_file_options, resolve_config, rules_file_option
 from transpiler.config import discover_files, run_configured
+from transpiler.engine import Converted, Engine
+from transpiler.files import ReadError, atomic_copy, atomic_write, copy_link, is_within, read_source
 from transpiler.formats import summary_path_ok, write_summary
+from transpiler.progress import reporter_for
 from transpiler.render import print_findings, print_summary, stderr_console, unified_diff
 from transpiler.report import FileOutcome, findings_to_json
-from transpiler.runner import SourceFile
+from transpiler.runner import RunConfig, SourceFile
 from transpiler.settings import Settings
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WOULD_CHANGE = 0, 1, 2, 3
+EXIT_INTERRUPTED = 130
 
 
 @click.command()
@@ -35,9 +44,7 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WOULD_CHANGE = 0, 1, 2, 3
 @click.option("--check", is_flag=True, help=f"Write nothing; exit {EXIT_WOULD_CHANGE} if anything would change.")
 @click.option("--report", "report_path", type=click.Path(path_type=Path),
               help="Write every change and finding as JSON.")
-@click.option("-j", "--jobs", type=click.IntRange(min=0), default=0,
-              help="Worker processes (0: one per CPU).")
-@click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
+@bulk_options
 @click.option("--show-changes", is_flag=True, help="List every change on stderr, not only findings.")
 @click.option("--summary", "summary_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Write a pull-request summary (FILE.md or FILE.html).")
@@ -45,11 +52,14 @@ EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WOULD_CHANGE = 0, 1, 2, 3
 @config_file_options
 @click.pass_context
 def convert(ctx, paths, target, select, ignore, extras, show_diff, out, in_place, check, report_path, jobs,
-            quiet, show_changes, summary_path, rules_files, runtime_env, config_file, isolated):
+            quiet, force, executor, ray_address, no_cache, cache_dir, timeout, max_bytes, show_changes,
+            summary_path, rules_files, runtime_env, config_file, isolated):
     """Rewrite CUDA code in PATHS for the target accelerator.
 
     One file and no output option: the converted source goes to stdout and the summary to stderr.
-    Use '-' to read Python from stdin.
+    Use '-' to read Python from stdin. Directories are converted in parallel (--jobs), with results
+    cached in .npu-port-cache (--no-cache); a file that cannot be converted is reported and the run
+    goes on (exit status 1).
     """
     if any(p is not None and str(p) == "-" for p in (out, report_path, summary_path)):
         raise click.UsageError("--out, --report and --summary take file names ('-' is not stdout here)")
@@ -57,10 +67,15 @@ def convert(ctx, paths, target, select, ignore, extras, show_diff, out, in_place
         raise click.UsageError("choose one of --diff, --out, --in-place, --check")
     if not summary_path_ok(summary_path):
         raise click.UsageError("--summary takes a .md or .html file")
+    if ray_address:
+        executor = "ray"
+    if executor == "ray" and importlib.util.find_spec("ray") is None:
+        raise click.UsageError("--executor ray needs Ray: pip install 'npu-port[ray]'")
     config = resolve_config(ctx, paths, config_file, isolated)
-    settings = config.settings(jobs=jobs)
+    settings = dataclasses.replace(config.settings(jobs=jobs), max_bytes=max_bytes)
     console = stderr_console(quiet)
     started = time.perf_counter()
+    interrupted = False
 
     if list(paths) == [Path("-")]:
         outcomes = [_convert_stdin(settings, show_diff)]
@@ -69,9 +84,24 @@ def convert(ctx, paths, target, select, ignore, extras, show_diff, out, in_place
         if missing:
             raise click.UsageError(f"no such file or directory: {', '.join(missing)}")
         single = len(paths) == 1 and not paths[0].is_dir()
+        if out is not None:
+            check_output_folder(paths, out, force, single)
+        if in_place and not force:
+            check_clean_worktrees(paths)
         writer = _Writer(paths, out, in_place, show_diff, to_stdout=single and not (out or in_place or check or show_diff))
-        files = discover_files(paths, config)
-        outcomes = run_configured(files, config, settings, writer)
+        files = discover_files(paths, config, exclude=[out] if out is not None else [])
+        cache = None
+        if not no_cache and not single:
+            cache = Cache(cache_dir or default_cache_dir(paths, writes_inputs=in_place))
+        run_config = RunConfig(executor=executor, timeout=timeout, cache=cache, ray_address=ray_address,
+                               reporter=reporter_for(console, quiet, enabled=not single),
+                               ordered=writer.to_stdout or show_diff)
+        with _sigterm_as_interrupt():
+            try:
+                result = run_configured(files, config, settings, writer, run_config)
+            except RuntimeError as exc:  # an executor that cannot start (no Ray cluster there)
+                raise click.ClickException(str(exc)) from None
+        outcomes, interrupted = result.outcomes, result.interrupted
 
     print_findings(console, outcomes, show_changes)
     print_summary(console, outcomes, time.perf_counter() - started)
@@ -80,10 +110,59 @@ def convert(ctx, paths, target, select, ignore, extras, show_diff, out, in_place
                                encoding="utf-8")
     if summary_path:
         write_summary(summary_path, outcomes, title="npu-port convert")
+    if interrupted:
+        console.print("[bold red]interrupted[/]: the files listed above were written completely; "
+                      "the rest were not written", highlight=False)
+        sys.exit(EXIT_INTERRUPTED)
     if any(o.status == "failed" for o in outcomes):
         sys.exit(EXIT_FAILED)
     if check and any(o.status == "converted" for o in outcomes):
         sys.exit(EXIT_WOULD_CHANGE)
+
+
+def check_output_folder(paths, out: Path, force: bool, single: bool) -> None:
+    """--out must not be an input, and a non-empty folder is only written into with --force."""
+    for p in paths:
+        if p.is_dir() and out.exists() and os.path.realpath(out) == os.path.realpath(p):
+            raise click.UsageError(f"--out {out} is the input folder itself; use --in-place to overwrite inputs")
+    if single and not out.is_dir():
+        if out.exists() and not force:
+            raise click.UsageError(f"--out {out} exists; pass --force to overwrite it")
+        return
+    if out.is_symlink() or (out.exists() and not out.is_dir()):
+        raise click.UsageError(f"--out {out} exists and is not a folder")
+    if out.is_dir() and any(out.iterdir()) and not force:
+        raise click.UsageError(f"--out {out} is not empty; pass --force to write into it anyway")
+
+
+def check_clean_worktrees(paths) -> None:
+    """In place, the user's only copy is overwritten: refuse where git holds uncommitted changes."""
+    for p in paths:
+        folder = p if p.is_dir() else p.parent
+        try:
+            proc = subprocess.run(["git", "-C", str(folder), "status", "--porcelain", "--", "."],
+                                  capture_output=True, text=True, timeout=60)
+        except (OSError, subprocess.TimeoutExpired):
+            continue  # no git: nothing to compare against
+        if proc.returncode == 0 and proc.stdout.strip():
+            raise click.UsageError(f"{p} has uncommitted changes in git; commit or stash them first "
+                                   f"(or pass --force to convert in place anyway)")
+
+
+@contextmanager
+def _sigterm_as_interrupt():
+    """SIGTERM (a CI timeout, `kill`) stops the run as cleanly as Ctrl-C."""
+    def handler(signum, frame):
+        raise KeyboardInterrupt
+    try:
+        previous = signal.signal(signal.SIGTERM, handler)
+    except ValueError:  # not the main thread
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
 
 
 def _convert_stdin(settings: Settings, show_diff: bool) -> FileOutcome:
@@ -98,7 +177,8 @@ def _convert_stdin(settings: Settings, show_diff: bool) -> FileOutcome:
 
 
 class _Writer:
-    """Puts each result where the options say; the inputs are only touched with --in-place."""
+    """Puts each result where the options say; the inputs are only touched with --in-place, and
+    nothing is written outside --out. A write that fails makes that file's outcome failed."""
 
     def __init__(self, roots, out: Optional[Path], in_place: bool, show_diff: bool, to_stdout: bool):
         self.roots = list(roots)
@@ -106,6 +186,7 @@ class _Writer:
         self.in_place = in_place
         self.show_diff = show_diff
         self.to_stdout = to_stdout
+        self._safe_dirs: set[str] = set()
 
     def destination(self, src: SourceFile) -> Path:
         assert self.out is not None
@@ -117,33 +198,58 @@ class _Writer:
         return self.out / root.name / src.rel if root.is_dir() else self.out / src.rel
 
     def __call__(self, src: SourceFile, result: Converted, original: Optional[bytes]) -> None:
+        try:
+            self._write(src, result, original)
+        except (OSError, WriteRefused) as exc:
+            result.outcome.status = "failed"
+            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            result.outcome.error = f"cannot write the output: {detail}"
+
+    def _write(self, src: SourceFile, result: Converted, original: Optional[bytes]) -> None:
         if self.to_stdout:
-            data = result.output if result.output is not None else original
-            if data is not None and result.outcome.status != "failed":
+            data = None
+            if result.outcome.status != "failed":
+                data = result.output if result.output is not None else original or _original(src)
+            if data is not None:
                 sys.stdout.buffer.write(data)
                 sys.stdout.flush()
         elif self.show_diff:
-            if result.output is not None and original is not None:
-                sys.stdout.write(unified_diff(src.display, original, result.output))
+            if result.output is not None:
+                before = original if original is not None else src.path.read_bytes()
+                sys.stdout.write(unified_diff(src.display, before, result.output))
         elif self.in_place:
             if result.output is not None:
-                atomic_write(src.path, result.output)
+                atomic_write(src.path, result.output, durable=True)
         elif self.out is not None:
-            self._mirror(src, result, original)
+            self._mirror(src, result)
 
-    def _mirror(self, src: SourceFile, result: Converted, original: Optional[bytes]) -> None:
+    def _mirror(self, src: SourceFile, result: Converted) -> None:
         dest = self.destination(src)
+        self._guard(dest)
         if src.path.is_symlink():
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            if dest.exists() or dest.is_symlink():
-                dest.unlink()
-            dest.symlink_to(src.path.readlink())
+            copy_link(src.path, dest)  # the link itself, wherever it points
+        elif result.output is not None:
+            atomic_write(dest, result.output, src.path.stat().st_mode & 0o7777, durable=False)
+        elif src.path.is_file():  # unchanged, skipped, non-source and failed files, byte for byte
+            atomic_copy(src.path, dest)
+
+    def _guard(self, dest: Path) -> None:
+        """A link already inside --out (say, left by an earlier run) must not lead a write outside it."""
+        parent = str(dest.parent)
+        if parent in self._safe_dirs:
             return
-        mode = src.path.stat().st_mode & 0o7777
-        if result.output is not None:
-            atomic_write(dest, result.output, mode)
-        elif original is not None:
-            atomic_write(dest, original, mode)
-        elif src.path.is_file():
-            dest.parent.mkdir(parents=True, exist_ok=True)
-            shutil.copy2(src.path, dest)
+        root = self.out if dest != self.out else self.out.parent  # --out names the output file itself
+        if not is_within(dest.parent, root):
+            raise WriteRefused(f"{dest.parent} leads outside {root} through a link")
+        self._safe_dirs.add(parent)
+
+
+class WriteRefused(Exception):
+    pass
+
+
+def _original(src: SourceFile) -> Optional[bytes]:
+    try:
+        return read_source(src.path, max_bytes=1 << 62)
+    except ReadError:
+        return None

@@ -1,0 +1,148 @@
+"""How fast `convert` runs over a tree, against the floor it cannot beat, cold and warm.
+
+    python benchmarks/bench_convert.py PATH [PATH ...] [--jobs N] [--rounds R]
+
+For each tree, in one run:
+  floor  read every file, then LibCST parse + a no-op transform + emit of only the files that
+         convert changes, over a process pool of the same size, largest first
+  floor+ the same over the files convert changes or reports findings in (it must parse those too)
+  cold   `convert TREE --out TMP` with an empty cache
+  warm   the same again with the cache the cold run filled
+  nocache  the same with --no-cache (the prefilter still skips files)
+and prints files, lines, seconds and the ratios cold/floor and warm/cold. Timings are the best of
+`--rounds` runs. Wall time on a shared machine measures the neighbours as much as the code, so the
+same comparison is also made in CPU seconds of one process (jobs=1, no pool, no writes): the
+engine's prefilter + conversion of every file against the floor's read + round trip.
+Nothing is written inside the trees.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import sys
+import tempfile
+import time
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+import libcst as cst  # noqa: E402
+from click.testing import CliRunner  # noqa: E402
+
+from transpiler.cli import cli  # noqa: E402
+from transpiler.engine import Engine  # noqa: E402
+from transpiler.executors import default_jobs  # noqa: E402
+from transpiler.files import language_of, walk  # noqa: E402
+from transpiler.settings import Settings  # noqa: E402
+
+
+def _noop_roundtrip(path: str) -> int:
+    data = Path(path).read_bytes()
+    module = cst.parse_module(data)
+    return len(module.visit(cst.CSTTransformer()).bytes)
+
+
+def floor(tree: Path, changed: list[Path], jobs: int) -> float:
+    started = time.perf_counter()
+    for p in walk(tree):
+        if p.is_file() and not p.is_symlink():
+            p.read_bytes()
+    # Shell and YAML rewrites are regex/round-trip edits far cheaper than a parse: reading them is their floor.
+    order = sorted((p for p in changed if language_of(p) == "python"), key=lambda p: -p.stat().st_size)
+    if order:
+        with ProcessPoolExecutor(max_workers=jobs) as pool:
+            list(pool.map(_noop_roundtrip, [str(p) for p in order]))
+    return time.perf_counter() - started
+
+
+def cpu_seconds(tree: Path, changed: list[Path]) -> tuple[float, float]:
+    """(floor, convert) in CPU seconds of this process, one file after another."""
+    files = [p for p in walk(tree) if p.is_file() and not p.is_symlink()]
+    started = time.process_time()
+    for p in files:
+        p.read_bytes()
+    for p in changed:
+        if language_of(p) == "python":
+            _noop_roundtrip(str(p))
+    floor_cpu = time.process_time() - started
+    engine = Engine(Settings())
+    started = time.process_time()
+    for p in files:
+        language = language_of(p)
+        if language in ("python", "shell", "yaml"):
+            engine.convert(p.read_bytes(), str(p), language)
+    return floor_cpu, time.process_time() - started
+
+
+def convert(tree: Path, jobs: int, cache: Path | None, report: Path) -> float:
+    with tempfile.TemporaryDirectory(prefix="npu-port-bench-out-") as out:
+        args = ["convert", str(tree), "--out", out, "--force", "-j", str(jobs), "--quiet", "--report", str(report)]
+        args += ["--cache-dir", str(cache)] if cache else ["--no-cache"]
+        started = time.perf_counter()
+        result = CliRunner().invoke(cli, args, catch_exceptions=False)
+        seconds = time.perf_counter() - started
+    if result.exit_code not in (0, 1):
+        raise SystemExit(f"convert failed ({result.exit_code}): {result.output}")
+    return seconds
+
+
+def measure(tree: Path, jobs: int, rounds: int) -> dict:
+    files = [p for p in walk(tree) if p.is_file() and not p.is_symlink()]
+    py = [p for p in files if p.suffix == ".py"]
+    lines = sum(p.read_bytes().count(b"\n") for p in py)
+    work = Path(tempfile.mkdtemp(prefix="npu-port-bench-"))
+    try:
+        report = work / "report.json"
+        cold, warm, nocache = [], [], []
+        for r in range(rounds):
+            cache = work / f"cache{r}"
+            cold.append(convert(tree, jobs, cache, report))
+            warm.append(convert(tree, jobs, cache, report))
+            nocache.append(convert(tree, jobs, None, report))
+        doc = json.loads(report.read_text())
+        changed = sorted({Path(f["file"]) for f in doc["findings"] if f["kind"] == "change"})
+        touched = sorted({Path(f["file"]) for f in doc["findings"]})
+        errors = len(doc["errors"])
+        floors = [floor(tree, changed, jobs) for _ in range(rounds)]
+        floors_touched = [floor(tree, touched, jobs) for _ in range(rounds)]
+        engine = Engine(Settings())
+        parsed = sum(1 for p in files if engine.needs_parse(p.read_bytes(), language_of(p)))
+        cpu = min((cpu_seconds(tree, changed) for _ in range(rounds)), key=lambda fc: fc[1])
+    finally:
+        shutil.rmtree(work, ignore_errors=True)
+    return {
+        "tree": str(tree), "files": len(files), "py_files": len(py), "py_lines": lines,
+        "parsed": parsed, "touched": len(touched), "changed": len(changed), "failed": errors, "jobs": jobs,
+        "floor": min(floors), "floor_touched": min(floors_touched),
+        "cold": min(cold), "warm": min(warm), "nocache": min(nocache),
+        "cpu_floor": cpu[0], "cpu_convert": cpu[1],
+    }
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("trees", nargs="+", type=Path)
+    parser.add_argument("--jobs", type=int, default=default_jobs())
+    parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--json", action="store_true", help="print the figures as JSON lines")
+    args = parser.parse_args()
+    print(f"{'tree':<12}{'files':>6}{'py lines':>9}{'parsed':>7}{'touched':>8}{'changed':>8}{'jobs':>5}"
+          f"{'floor':>7}{'floor+':>7}{'cold':>7}{'c/floor':>8}{'c/floor+':>9}{'nocache':>8}{'warm':>6}{'w/cold':>7}"
+          f"{'cpu fl':>8}{'cpu cv':>8}{'cpu r':>7}")
+    for tree in args.trees:
+        m = measure(tree, args.jobs, args.rounds)
+        if args.json:
+            print(json.dumps(m))
+        print(f"{tree.name:<12}{m['files']:>6}{m['py_lines']:>9}{m['parsed']:>7}{m['touched']:>8}{m['changed']:>8}"
+              f"{m['jobs']:>5}{m['floor']:>7.2f}{m['floor_touched']:>7.2f}{m['cold']:>7.2f}"
+              f"{m['cold'] / m['floor']:>8.2f}{m['cold'] / m['floor_touched']:>9.2f}{m['nocache']:>8.2f}"
+              f"{m['warm']:>6.2f}{m['warm'] / m['cold']:>7.1%}{m['cpu_floor']:>8.2f}{m['cpu_convert']:>8.2f}"
+              f"{m['cpu_convert'] / m['cpu_floor']:>7.2f}", flush=True)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,164 @@
+"""`convert` over a generated repository of every odd kind of file: the input untouched, the output
+right file by file, --jobs 1 and 2 identical, the cache hit path, a second run on the output idle,
+and crashes, hangs and rule bugs confined to their file."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+
+import pytest
+from click.testing import CliRunner
+
+from bulk_support import (EXPECTED_FAILURES, HAZARD_FAILURES, SMALL_MAX_BYTES, HazardRule, build_tree,
+                          tree_digest)
+from transpiler import registry
+from transpiler.cli import cli
+from transpiler.engine import Engine
+from transpiler.files import language_of
+from transpiler.settings import Settings
+
+
+def convert(*args: str):
+    result = CliRunner().invoke(cli, ["convert", *args], catch_exceptions=False)
+    return result
+
+
+def _report(path: Path) -> dict:
+    return json.loads(path.read_text())
+
+
+def _failed_names(report: dict) -> set[str]:
+    return {Path(e["file"]).name for e in report["errors"]}
+
+
+def _expected_failures() -> set[str]:
+    langs = {r.LANGUAGE for r in registry.select_rules()}
+    return {n for n in EXPECTED_FAILURES if language_of(n) in langs or n == "pipe.py"}
+
+
+def _reference(data: bytes, name: str) -> bytes:
+    """What the engine alone makes of one file: the runner must reproduce it exactly."""
+    limit = sys.getrecursionlimit()
+    sys.setrecursionlimit(20000)  # as in the workers, for chain.py
+    try:
+        result = Engine(Settings(max_bytes=SMALL_MAX_BYTES)).convert(data, name, language_of(name, data[:128]))
+    finally:
+        sys.setrecursionlimit(limit)
+    return result.output if result.output is not None else data
+
+
+@pytest.fixture(scope="module")
+def converted(tmp_path_factory):
+    """The tree, converted once cold with two workers; the tests below read it."""
+    root = tmp_path_factory.mktemp("bulk")
+    src = build_tree(root, copies=60, hazards=False)
+    before = tree_digest(src)
+    out = root / "out"
+    result = convert(str(src), "--out", str(out), "-j", "2", "--max-bytes", str(SMALL_MAX_BYTES),
+                     "--cache-dir", str(root / "cache"), "--report", str(root / "report.json"))
+    return root, src, out, before, result
+
+
+def test_input_tree_is_never_modified(converted):
+    root, src, out, before, result = converted
+    assert tree_digest(src) == before
+    assert len([k for k, v in before.items() if v != "dir"]) > 300
+
+
+def test_bad_files_fail_alone_and_the_exit_code_says_so(converted):
+    root, src, out, before, result = converted
+    assert result.exit_code == 1, result.output
+    report = _report(root / "report.json")
+    assert _failed_names(report) == _expected_failures()
+    errors = {Path(e["file"]).name: e["error"] for e in report["errors"]}
+    assert "Python 2" in errors["py2.py"]
+    assert "NUL" in errors["binary.py"]
+    assert "too large" in errors["toolarge.py"]
+    assert "nested too deeply" in errors["deep.py"]
+    assert "not a regular file" in errors["pipe.py"]
+    assert "UTF-8" in errors["bad_utf8.py"]
+    assert "4 failed" not in result.output and "failed" in result.output
+
+
+def test_output_is_the_engine_result_file_by_file(converted):
+    root, src, out, before, result = converted
+    got = tree_digest(out)
+    failed = _expected_failures()
+    for rel, what in before.items():
+        p, q = src / rel, out / rel
+        if what == "special":
+            assert rel not in got, "a FIFO must not be copied"
+        elif what.startswith("link:"):
+            assert got[rel] == what, "links are copied as links, not followed"
+        elif what != "dir":
+            mode = what.split(":")[0]
+            assert got[rel].split(":")[0] == mode, f"{rel}: mode not kept"
+            data = p.read_bytes()
+            want = data if p.name in failed else _reference(data, rel)
+            assert q.read_bytes() == want, rel
+    assert not any(k.startswith("pkg/loop/") or k.startswith("outside_dir/") for k in got)
+    # Spot checks independent of the engine: the long chain converted in a worker, CRLF and BOM kept.
+    assert b".npu()" in (out / "chain.py").read_bytes()
+    crlf = (out / "crlf.py").read_bytes()
+    assert b".npu()" in crlf and crlf.count(b"\n") == crlf.count(b"\r\n")
+    assert (out / "bom.py").read_bytes().startswith(b"\xef\xbb\xbf")
+    assert (out / "latin1.py").read_bytes() == _reference((src / "latin1.py").read_bytes(), "latin1.py")
+
+
+def test_jobs_1_and_warm_cache_give_the_same_tree(converted):
+    root, src, out, before, result = converted
+    serial = root / "serial"
+    r1 = convert(str(src), "--out", str(serial), "-j", "1", "--max-bytes", str(SMALL_MAX_BYTES), "--no-cache")
+    assert r1.exit_code == 1
+    assert tree_digest(serial) == tree_digest(out)
+    warm = root / "warm"
+    r2 = convert(str(src), "--out", str(warm), "-j", "2", "--max-bytes", str(SMALL_MAX_BYTES),
+                 "--cache-dir", str(root / "cache"))
+    assert r2.exit_code == 1
+    assert list((root / "cache").rglob("*/*/*"))  # entries: the hit path itself is tested in test_bulk_runner
+    assert tree_digest(warm) == tree_digest(out)
+    assert not (src / ".npu-port-cache").exists()
+
+
+def test_a_second_run_on_the_output_changes_nothing(converted):
+    root, src, out, before, result = converted
+    again = root / "again"
+    r = convert(str(out), "--out", str(again), "--max-bytes", str(SMALL_MAX_BYTES), "--no-cache",
+                "--report", str(root / "again.json"))
+    report = _report(root / "again.json")
+    assert not [f for f in report["findings"] if f["kind"] == "change"], r.output
+    assert tree_digest(again) == tree_digest(out)
+
+
+@pytest.fixture
+def with_hazard_rule(monkeypatch):
+    real = registry.all_rules()
+    monkeypatch.setattr(registry, "all_rules", lambda: {**real, HazardRule.ID: HazardRule})
+
+
+@pytest.mark.parametrize("jobs", ["1", "2"])
+def test_a_crash_a_hang_and_a_rule_bug_cost_one_file_each(tmp_path, with_hazard_rule, jobs):
+    src = tmp_path / "repo"
+    src.mkdir()
+    for name in HAZARD_FAILURES:
+        marker = {"crash.py": "CRASH_HERE", "hang.py": "HANG_HERE", "raises.py": "RAISE_HERE"}[name]
+        (src / name).write_text(f"import torch\n{marker} = torch.ones(1).cuda()\n")
+    for i in range(6):
+        (src / f"ok_{i}.py").write_text(f"import torch\nx{i} = torch.ones(1).cuda()\n")
+    out = tmp_path / "out"
+    r = convert(str(src), "--out", str(out), "-j", jobs, "--timeout", "3", "--no-cache",
+                "--select", f"tensor-cuda-method,{HazardRule.ID}",
+                "--report", str(tmp_path / "r.json"))
+    assert r.exit_code == 1, r.output
+    errors = {Path(e["file"]).name: e["error"] for e in _report(tmp_path / "r.json")["errors"]}
+    assert set(errors) == HAZARD_FAILURES
+    assert "SIGSEGV" in errors["crash.py"]
+    assert "timed out after 3s" in errors["hang.py"]
+    assert "ValueError: a rule bug" in errors["raises.py"]
+    for i in range(6):
+        assert (out / f"ok_{i}.py").read_text() == f"import torch\nx{i} = torch.ones(1).npu()\n"
+    for name in HAZARD_FAILURES:
+        assert (out / name).read_bytes() == (src / name).read_bytes()

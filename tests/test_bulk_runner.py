@@ -1,0 +1,145 @@
+"""The runner's own promises: cache hits skip the workers, largest files go first, results come back
+in input order, and the cheap pre-checks tell bad files apart without parsing them."""
+
+from __future__ import annotations
+
+import pytest
+
+from bulk_support import CUDA_MODEL, PLAIN_MODULE
+from transpiler import runner
+from transpiler.cache import Cache, fingerprint
+from transpiler.engine import Engine
+from transpiler.files import bracket_depth_exceeds, python2_hint
+from transpiler.runner import RunConfig, discover, run
+from transpiler.settings import Settings
+
+SETTINGS = Settings(jobs=2)
+
+
+def _tree(tmp_path):
+    src = tmp_path / "repo"
+    src.mkdir()
+    for i in range(12):
+        (src / f"m{i:02}.py").write_text(CUDA_MODEL.format(i=i) * (1 + i % 4))
+        (src / f"p{i:02}.py").write_text(PLAIN_MODULE.format(i=i))
+    return src
+
+
+class _Recording:
+    """An executor stand-in that converts in process and records the order files were given in."""
+
+    def __init__(self, *args, **kwargs):
+        from transpiler.worker import convert_task
+
+        self._convert = convert_task
+        self.given, self._done = [], []
+
+    def submit(self, task):
+        self.given.append(task.display)
+        self._done.append(self._convert(task, SETTINGS))
+
+    def poll(self, wait_s):
+        done, self._done = self._done, []
+        return done
+
+    def pending(self):
+        return len(self._done)
+
+    def current(self):
+        return None
+
+    def close(self):
+        pass
+
+
+def test_warm_cache_answers_every_parsed_file_without_a_worker(tmp_path, monkeypatch):
+    src = _tree(tmp_path)
+    files = list(discover([src]))
+    rules = Engine(SETTINGS).rules
+    cache_root = tmp_path / "cache"
+    cold = run(files, SETTINGS, lambda s, c, o: None, rules, RunConfig(cache=Cache(cache_root)))
+    parsed = [o for o in cold.outcomes if o.status in ("converted", "unchanged")]
+    assert len(parsed) == 12 and cold.cache_hits == 0
+
+    def no_workers(*args, **kwargs):
+        raise AssertionError("a warm run must not need a worker")
+
+    monkeypatch.setattr(runner, "ProcessExecutor", no_workers)
+    got = {}
+    warm = run(files, SETTINGS, lambda s, c, o: got.__setitem__(s.display, c.output), rules,
+               RunConfig(cache=Cache(cache_root)))
+    assert warm.cache_hits == 12
+    assert [(o.path, o.status, o.findings) for o in warm.outcomes] == \
+        [(o.path, o.status, o.findings) for o in cold.outcomes]
+    for f in files:
+        ref = Engine(SETTINGS).convert(f.path.read_bytes(), f.display)
+        assert got[f.display] == ref.output
+
+
+def test_other_settings_or_rules_miss_the_cache(tmp_path):
+    rules = Engine(SETTINGS).rules
+    base = fingerprint(SETTINGS, rules)
+    assert fingerprint(Settings(jobs=1), rules) == base  # parallelism never changes a result
+    assert fingerprint(Settings(target="ascend", extras=True), rules) != base
+    assert fingerprint(SETTINGS, rules[:-1]) != base
+
+
+def test_largest_files_go_first_and_results_come_back_in_input_order(tmp_path, monkeypatch):
+    src = _tree(tmp_path)
+    files = list(discover([src]))
+    recorder = _Recording()
+    monkeypatch.setattr(runner, "ProcessExecutor", lambda *a, **k: recorder)
+    handed = []
+    result = run(files, SETTINGS, lambda s, c, o: handed.append(s.display), config=RunConfig(ordered=True))
+    sizes = [next(f for f in files if f.display == d).path.stat().st_size for d in recorder.given]
+    assert sizes == sorted(sizes, reverse=True) and len(sizes) == 12
+    assert handed == [f.display for f in files] == [o.path for o in result.outcomes]
+
+
+@pytest.mark.parametrize("depth,flagged", [(50, False), (200, False), (201, True), (3000, True)])
+def test_bracket_depth_precheck(depth, flagged):
+    assert bracket_depth_exceeds(b"x = " + b"(" * depth + b"1" + b")" * depth + b"\n") is flagged
+
+
+def test_brackets_in_strings_do_not_count():
+    assert not bracket_depth_exceeds(b"x = '" + b"(" * 500 + b"'\n# " + b"[" * 500 + b"\n")
+
+
+def test_python2_hint():
+    assert "print statement" in python2_hint(b"print 'hello'\n")
+    assert "except X, e" in python2_hint(b"try:\n    pass\nexcept ValueError, e:\n    pass\n")
+    assert python2_hint(b"print('hello')\nprint (x)\n") is None
+
+
+def test_progress_is_a_bar_on_a_terminal_plain_lines_in_logs_and_nothing_when_quiet():
+    import io
+
+    from rich.console import Console
+
+    from transpiler.progress import BarReporter, LineReporter, Reporter, reporter_for
+
+    assert isinstance(reporter_for(Console(file=io.StringIO(), force_terminal=True), quiet=False), BarReporter)
+    assert type(reporter_for(Console(file=io.StringIO(), force_terminal=True), quiet=True)) is Reporter
+    log = io.StringIO()
+    console = Console(file=log, force_terminal=False, width=200)
+    assert isinstance(reporter_for(console, quiet=False), LineReporter)
+    lines = LineReporter(console, interval=0)
+    lines.start(3)
+    for name in ("a.py", "b.py", "c.py"):
+        lines.advance(name)
+    text = log.getvalue()
+    assert "1/3 files (33%)" in text and "2/3 files" in text and "at b.py" in text
+    assert "3/3" not in text  # the summary follows instead
+
+
+def test_the_default_cache_stays_out_of_an_input_tree_that_must_not_change(tmp_path, monkeypatch):
+    from transpiler.cache import CACHE_DIR_NAME, default_cache_dir
+
+    src = tmp_path / "repo"
+    src.mkdir()
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
+    monkeypatch.chdir(tmp_path)
+    assert default_cache_dir([src], writes_inputs=False) == tmp_path / CACHE_DIR_NAME
+    monkeypatch.chdir(src)
+    assert default_cache_dir([src], writes_inputs=False) == tmp_path / "xdg" / "npu-port"
+    assert default_cache_dir([src], writes_inputs=True) == src / CACHE_DIR_NAME

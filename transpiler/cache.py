@@ -1,0 +1,157 @@
+"""The incremental cache: what converting a file's exact bytes produced, so an unchanged tree is not parsed again.
+
+An entry is keyed by the file's content digest, its path inside the tree (rules may look at names)
+and its language, under a fingerprint of everything else that can change a result: the tool
+version, the source of the engine and of the selected rules, the mapping tables and the settings.
+Each entry is one small file (a JSON line of the outcome, then the converted bytes) written by
+rename, so a crash leaves either the old entry or the new one; a damaged entry is a miss.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import os
+import sys
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Optional, Sequence
+
+from codemods._base import Rule
+from transpiler import __version__
+from transpiler.files import atomic_write, is_within
+from transpiler.report import FileOutcome, Finding
+from transpiler.settings import Settings
+
+CACHE_DIR_NAME = ".npu-port-cache"
+_FORMAT = 1
+# Run mechanics that never change what a file converts to.
+_IRRELEVANT_SETTINGS = frozenset({"jobs"})
+
+
+def _digest_files(paths: Sequence[Path]) -> str:
+    h = hashlib.blake2b(digest_size=16)
+    for path in sorted(set(paths)):
+        h.update(str(path).encode() + b"\0")
+        try:
+            h.update(path.read_bytes())
+        except OSError:
+            h.update(b"\0missing")
+    return h.hexdigest()
+
+
+@lru_cache(maxsize=None)
+def _package_digest() -> str:
+    """The engine's and the rules' code and data: an edit to either invalidates every entry."""
+    import codemods
+    import transpiler
+
+    code: list[Path] = []
+    for pkg in (transpiler, codemods):
+        root = Path(pkg.__file__).parent
+        code += [p.relative_to(root.parent) for p in root.rglob("*")
+                 if p.suffix in (".py", ".yaml", ".yml", ".json", ".j2") and "__pycache__" not in p.parts]
+    here = Path(codemods.__file__).parent.parent
+    return _digest_files([here / p for p in code])
+
+
+def _named_files(value: Any) -> list[Path]:
+    """Files a setting names (a custom rules file, a runtime-env profile): their content counts too."""
+    if isinstance(value, (list, tuple)):
+        return [p for v in value for p in _named_files(v)]
+    if isinstance(value, (str, Path)) and str(value) and len(str(value)) < 4096:
+        try:
+            if os.path.isfile(value):
+                return [Path(os.path.abspath(value))]
+        except (OSError, ValueError):
+            pass
+    return []
+
+
+def fingerprint(settings: Settings, rules: Sequence[type[Rule]]) -> str:
+    """Everything besides the file itself that decides a result."""
+    modules = []
+    for rule in rules:  # rules defined outside the two packages (tests, plugins)
+        module = sys.modules.get(rule.__module__)
+        if module is not None and getattr(module, "__file__", None):
+            modules.append(Path(module.__file__))
+    fields = {k: v for k, v in dataclasses.asdict(settings).items() if k not in _IRRELEVANT_SETTINGS}
+    doc = {
+        "format": _FORMAT,
+        "version": __version__,
+        "python": sys.version_info[:2],
+        "rules": [f"{r.__module__}.{r.__qualname__}:{r.ID}" for r in rules],
+        "settings": fields,
+        "code": _package_digest(),
+        "rule_modules": _digest_files(modules),
+        "named_files": _digest_files(_named_files(list(fields.values()))),
+    }
+    return hashlib.blake2b(json.dumps(doc, sort_keys=True, default=repr).encode(), digest_size=16).hexdigest()
+
+
+class Cache:
+    """Entries live under `root/<fingerprint>/`; a run with other settings or code uses another folder."""
+
+    def __init__(self, root: Path):
+        self.root = root
+        self.hits = 0
+        self._made = False
+
+    def _entry(self, fingerprint: str, rel: str, language: str, digest: str) -> Path:
+        key = hashlib.blake2b(f"{rel}\0{language}\0{digest}".encode(), digest_size=20).hexdigest()
+        return self.root / fingerprint / key[:2] / key
+
+    def get(self, fingerprint: str, rel: str, language: str, digest: str,
+            display: str) -> Optional[tuple[FileOutcome, Optional[bytes]]]:
+        try:
+            raw = self._entry(fingerprint, rel, language, digest).read_bytes()
+            head, _, body = raw.partition(b"\n")
+            doc = json.loads(head)
+            findings = [Finding(display, *f) for f in doc["findings"]]
+            outcome = FileOutcome(display, doc["status"], findings, doc["error"], doc["language"])
+            output = body if doc["changed"] else None
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+        self.hits += 1
+        return outcome, output
+
+    def put(self, fingerprint: str, rel: str, language: str, digest: str, outcome: FileOutcome,
+            output: Optional[bytes]) -> None:
+        if not self._made:
+            self._prepare()
+        doc = {
+            "status": outcome.status, "error": outcome.error, "language": outcome.language,
+            "changed": output is not None,
+            "findings": [dataclasses.astuple(f)[1:] for f in outcome.findings],
+        }
+        data = json.dumps(doc).encode() + b"\n" + (output or b"")
+        try:
+            atomic_write(self._entry(fingerprint, rel, language, digest), data, 0o644, durable=False)
+        except OSError:
+            pass  # a cache that cannot be written only costs speed
+
+    def _prepare(self) -> None:
+        self._made = True
+        try:
+            self.root.mkdir(parents=True, exist_ok=True)
+            ignore = self.root / ".gitignore"
+            if not ignore.exists():
+                ignore.write_text("# Created by npu-port; safe to delete.\n*\n")
+            tag = self.root / "CACHEDIR.TAG"
+            if not tag.exists():
+                tag.write_text("Signature: 8a477f597d28d172789f06886806bc55\n"
+                               "# This directory is a cache of npu-port results; see https://bford.info/cachedir/\n")
+        except OSError:
+            pass
+
+
+def default_cache_dir(inputs: Sequence[Path], writes_inputs: bool) -> Path:
+    """`.npu-port-cache` in the current folder, unless that lies inside an input tree that this run
+    must leave untouched: then the user cache folder, so the inputs gain no folder either."""
+    here = Path.cwd() / CACHE_DIR_NAME
+    inside = any(is_within(Path.cwd(), p) for p in inputs if p.is_dir())
+    if writes_inputs or not inside:
+        return here
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "npu-port"
