@@ -10,7 +10,6 @@ import libcst as cst
 import pytest
 
 from codemods._base import PythonRule
-from transpiler import runner
 from transpiler.registry import all_rules
 
 
@@ -58,6 +57,4 @@ def fake_rules(monkeypatch):
     rules = all_rules()
     for rule in FAKE_RULES:
         monkeypatch.setitem(rules, rule.ID, rule)
-    monkeypatch.setattr(runner, "_ENGINE", None)  # an engine cached before would lack them
-    yield FAKE_RULES
-    runner._ENGINE = None
+    yield FAKE_RULES  # workers get the selected rule classes from the driver, so no engine cache to reset

@@ -81,7 +81,7 @@ def test_a_link_inside_out_does_not_lead_writes_outside(tmp_path):
     assert ".npu()" in (out / "tool.py").read_text()
 
 
-def test_in_place_keeps_modes_and_refuses_a_dirty_git_tree(tmp_path):
+def test_in_place_keeps_modes_and_refuses_changes_git_holds_no_copy_of(tmp_path):
     if shutil.which("git") is None:
         pytest.skip("git is not installed")
     src = _small_tree(tmp_path)
@@ -91,8 +91,12 @@ def test_in_place_keeps_modes_and_refuses_a_dirty_git_tree(tmp_path):
     subprocess.run(git + ["commit", "-qm", "init"], check=True)
     (src / "pkg" / "util.py").write_text("# edited, not committed\n")
     r = convert(str(src), "--in-place", "--no-cache")
-    assert r.exit_code == 2 and "uncommitted" in r.output
+    assert r.exit_code == 2 and "git holds no copy" in r.output and "util.py" in r.output
     assert ".cuda()" in (src / "tool.py").read_text()
+    (src / "new.py").write_text("import torch\n")
+    subprocess.run(git + ["add", "pkg/util.py"], check=True)  # staged: the index keeps a copy
+    r = convert(str(src), "--in-place", "--no-cache")
+    assert r.exit_code == 2 and "new.py" in r.output and "util.py" not in r.output.split("copy of")[1]
     r = convert(str(src), "--in-place", "--no-cache", "--force")
     assert r.exit_code == 0, r.output
     assert ".npu()" in (src / "tool.py").read_text()

@@ -276,8 +276,11 @@ def run_configured(files: list[SourceFile], config: ProjectConfig, settings: Set
     """Run `files`, each with its per-file ignores, in one run; outcomes come back in input order.
 
     Files that share an effective rule set share an engine, so per-file ignores cost one engine per
-    distinct set, not one per file.
+    distinct set, not one per file. Without a `run_config`, one job converts in this process and
+    more use worker processes.
     """
+    if run_config is None:
+        run_config = RunConfig(executor="inline" if settings.jobs == 1 else "local")
     def settings_for(src: SourceFile) -> Settings:
         extra = config.ignored_rules_for(src.path)
         return replace(settings, ignore=settings.ignore + extra) if extra else settings

@@ -185,6 +185,31 @@ class ProcessExecutor:
         self._queue.clear()
 
 
+class InlineExecutor:
+    """Converts in this process as files are submitted: no start-up cost and no isolation (a crash
+    in LibCST ends the run). For library callers and small runs that did not ask for workers."""
+
+    def __init__(self, jobs: Sequence[Job]):
+        self.jobs = list(jobs)
+        self._done: list[Result] = []
+
+    def submit(self, task: Task) -> None:
+        self._done.append(convert_task(task, *self.jobs[task.group]))
+
+    def poll(self, wait_s: float) -> list[Result]:
+        done, self._done = self._done, []
+        return done
+
+    def pending(self) -> int:
+        return len(self._done)
+
+    def current(self) -> Optional[str]:
+        return None
+
+    def close(self) -> None:
+        self._done.clear()
+
+
 def default_jobs() -> int:
     try:
         return len(os.sched_getaffinity(0))

@@ -22,7 +22,7 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 from codemods._base import Rule
 from transpiler.cache import Cache, fingerprint
 from transpiler.engine import CONVERTERS, Converted, Engine
-from transpiler.executors import DEFAULT_TIMEOUT, Executor, ProcessExecutor, default_jobs
+from transpiler.executors import DEFAULT_TIMEOUT, Executor, InlineExecutor, ProcessExecutor, default_jobs
 from transpiler.files import language_of, needs_head, read_head, walk
 from transpiler.progress import Reporter
 from transpiler.report import FileOutcome
@@ -59,7 +59,7 @@ class RunResult:
 class RunConfig:
     """How to run, as opposed to what to convert (Settings)."""
 
-    executor: str = "local"  # "local" | "ray"
+    executor: str = "local"  # "local" (worker processes) | "ray" | "inline" (this process)
     timeout: float = DEFAULT_TIMEOUT
     cache: Optional[Cache] = None
     ray_address: Optional[str] = None
@@ -156,6 +156,8 @@ def run(files: Sequence[SourceFile], settings: Settings, on_result: OnResult,
 
 
 def _make_executor(config: RunConfig, jobs: list[Job], processes: int) -> Executor:
+    if config.executor == "inline":
+        return InlineExecutor(jobs)
     if config.executor == "ray":
         from transpiler.ray_executor import RayExecutor
 

@@ -126,9 +126,7 @@ def check_output_folder(paths, out: Path, force: bool, single: bool) -> None:
         if p.is_dir() and out.exists() and os.path.realpath(out) == os.path.realpath(p):
             raise click.UsageError(f"--out {out} is the input folder itself; use --in-place to overwrite inputs")
     if single and not out.is_dir():
-        if out.exists() and not force:
-            raise click.UsageError(f"--out {out} exists; pass --force to overwrite it")
-        return
+        return  # one output file: replaced atomically, like any compiler's -o
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise click.UsageError(f"--out {out} exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not force:
@@ -136,16 +134,22 @@ def check_output_folder(paths, out: Path, force: bool, single: bool) -> None:
 
 
 def check_clean_worktrees(paths) -> None:
-    """In place, the user's only copy is overwritten: refuse where git holds uncommitted changes."""
+    """In place, refuse where git holds no copy of an input: changes neither committed nor staged, or
+    untracked files. Staged work is safe (the index keeps it), which is how pre-commit runs hooks."""
     for p in paths:
         folder = p if p.is_dir() else p.parent
+        target = "." if p.is_dir() else p.name
         try:
-            proc = subprocess.run(["git", "-C", str(folder), "status", "--porcelain", "--", "."],
+            proc = subprocess.run(["git", "-C", str(folder), "status", "--porcelain", "--", target],
                                   capture_output=True, text=True, timeout=60)
         except (OSError, subprocess.TimeoutExpired):
             continue  # no git: nothing to compare against
-        if proc.returncode == 0 and proc.stdout.strip():
-            raise click.UsageError(f"{p} has uncommitted changes in git; commit or stash them first "
+        if proc.returncode != 0:
+            continue  # not a git work tree
+        unsafe = [line[3:] for line in proc.stdout.splitlines() if line[:2] == "??" or line[1:2] not in (" ", "")]
+        if unsafe:
+            raise click.UsageError(f"{p} has changes git holds no copy of ({', '.join(unsafe[:3])}"
+                                   f"{', ...' if len(unsafe) > 3 else ''}); commit or stage them first "
                                    f"(or pass --force to convert in place anyway)")
 
 
