@@ -20,6 +20,10 @@ from transpiler.report import Finding
 
 SAFETY_LEVELS = ("safe", "review", "report-only")
 
+# `cuda` as a token of its own (torch.cuda, "cuda:0", .cuda(), --device cuda), not part of an identifier
+# such as `is_cuda_available` or `cuda_graph`, which no rule acts on.
+CUDA_WORD = r"(?<![A-Za-z0-9_])cuda(?![A-Za-z0-9_])"
+
 _IGNORE_RE = re.compile(r"#\s*npu-port:\s*ignore(?:\[([A-Za-z0-9_,\s-]+)\])?")
 
 
@@ -91,6 +95,12 @@ class Rule:
     # Substrings a file must contain for this rule to act on it; a file with none of the selected
     # rules' triggers is never parsed, so a missing trigger is a missed rewrite (tests enforce it).
     TRIGGERS: ClassVar[tuple[str, ...]]
+    # Regular expressions (over the file's bytes) that also count as triggers, for tokens a substring
+    # would over-match: `cuda` as a word, not inside `is_cuda_available`.
+    TRIGGER_PATTERNS: ClassVar[tuple[str, ...]] = ()
+    # True for a rule that also acts because another rule changed the file (torch-npu-import): its own
+    # triggers cover only what it does on its own, the other rules' triggers cover the rest.
+    FOLLOWS_CHANGES: ClassVar[bool] = False
 
     @classmethod
     def description(cls) -> str:
@@ -102,7 +112,7 @@ class Rule:
 
     @classmethod
     def matches(cls, text: str) -> bool:
-        return any(t in text for t in cls.TRIGGERS)
+        return any(t in text for t in cls.TRIGGERS) or any(re.search(p, text) for p in cls.TRIGGER_PATTERNS)
 
 
 @dataclass

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from codemods._base import CUDA_WORD
+
 from typing import Optional
 
 from codemods._string_positions import StringPositionRule
@@ -28,7 +30,8 @@ class AmpDevice(StringPositionRule):
 
     ID = "amp-device"
     SAFETY = "safe"
-    TRIGGERS = ("cuda",)
+    TRIGGERS = ()
+    TRIGGER_PATTERNS = (CUDA_WORD,)
     POSITION = "device_type"
 
     def new_text(self, text: str) -> Optional[str]:

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+from codemods._base import CUDA_WORD
+
 import re
 from typing import Optional
 
@@ -41,7 +43,8 @@ class DeviceString(StringPositionRule):
 
     ID = "device-string"
     SAFETY = "safe"
-    TRIGGERS = ("cuda",)
+    TRIGGERS = ()
+    TRIGGER_PATTERNS = (CUDA_WORD,)
     POSITION = "device"
 
     def new_text(self, text: str) -> Optional[str]:

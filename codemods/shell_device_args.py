@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from codemods._base import CUDA_WORD
+
 import re
 
 from transpiler.mapping import load_table
@@ -37,7 +39,8 @@ class ShellDeviceArgs(ShellRule):
 
     ID = "shell-device-args"
     SAFETY = "review"
-    TRIGGERS = ("cuda", "nccl")
+    TRIGGERS = ("nccl",)
+    TRIGGER_PATTERNS = (CUDA_WORD,)
 
     def check(self, script: Script) -> None:
         table = load_table(self.ctx.target, "shell")

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from codemods._base import CUDA_WORD
+
 import re
 
 from transpiler.mapping import load_table
@@ -33,7 +35,8 @@ class ShellHydraDevice(ShellRule):
 
     ID = "shell-hydra-device"
     SAFETY = "safe"
-    TRIGGERS = ("cuda",)
+    TRIGGERS = ()
+    TRIGGER_PATTERNS = (CUDA_WORD,)
 
     def check(self, script: Script) -> None:
         keys = load_table(self.ctx.target, "shell")["hydra_device_keys"]

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods._base import PythonRule
+from codemods._base import CUDA_WORD, PythonRule
 
 
 class TensorCudaMethod(PythonRule):
@@ -27,7 +27,8 @@ class TensorCudaMethod(PythonRule):
 
     ID = "tensor-cuda-method"
     SAFETY = "safe"
-    TRIGGERS = ("cuda",)
+    TRIGGERS = ("is_cuda",)
+    TRIGGER_PATTERNS = (CUDA_WORD,)
 
     def _is_module(self, node: cst.BaseExpression) -> bool:
         return self.ctx.resolve(node) is not None

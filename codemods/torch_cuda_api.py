@@ -4,7 +4,7 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from codemods._base import PythonRule
+from codemods._base import CUDA_WORD, PythonRule
 from codemods._torch_cuda_table import CUDA_ROOT, canonical, is_cuda_name, table_for
 from transpiler.analysis.imports import dotted_expr, dotted_name, leftmost_name
 
@@ -39,7 +39,8 @@ class TorchCudaApi(PythonRule):
 
     ID = "torch-cuda-api"
     SAFETY = "safe"
-    TRIGGERS = ("cuda",)
+    TRIGGERS = ()
+    TRIGGER_PATTERNS = (CUDA_WORD,)
 
     def __init__(self, ctx):
         super().__init__(ctx)

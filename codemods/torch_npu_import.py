@@ -5,7 +5,7 @@ from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
-from codemods._base import PythonRule
+from codemods._base import CUDA_WORD, PythonRule
 from transpiler.analysis.imports import dotted_name
 
 # Signs that a file already uses the NPU without importing torch_npu (e.g. ported by hand).
@@ -156,7 +156,9 @@ class TorchNpuImport(PythonRule):
 
     ID = "torch-npu-import"
     SAFETY = "safe"
-    TRIGGERS = ("cuda", "nccl", "NCCL", "npu")
+    TRIGGERS = ("nccl", "NCCL", "torch.npu", "from torch import npu", ".npu(", ".is_npu", "'npu", '"npu', "'hccl", '"hccl')
+    TRIGGER_PATTERNS = (CUDA_WORD,)
+    FOLLOWS_CHANGES = True
 
     def finalize(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         if not (self.ctx.changed or _USES_NPU.search(self.ctx.text)):

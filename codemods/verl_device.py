@@ -9,7 +9,7 @@ from typing import Optional
 
 import libcst as cst
 
-from codemods._base import PythonContext, PythonRule
+from codemods._base import CUDA_WORD, PythonContext, PythonRule
 from transpiler.analysis.imports import dotted_name
 from transpiler.analysis.literals import string_value, with_string_value
 from transpiler.mapping import MappingError, load_table
@@ -69,7 +69,8 @@ class VerlDevice(PythonRule):
 
     ID = "verl-device"
     SAFETY = "safe"
-    TRIGGERS = ("device_name", "trainer.device", '["device"]', "['device']")
+    TRIGGERS = ()
+    TRIGGER_PATTERNS = (CUDA_WORD,)
 
     def __init__(self, ctx: PythonContext):
         super().__init__(ctx)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from codemods._base import CUDA_WORD
+
 from transpiler.yaml_edit import YamlDocument, YamlRule
 
 # Top-level sections of a VERL trainer config (verl/trainer/config/ppo_trainer.yaml).
@@ -34,7 +36,8 @@ class YamlVerlDevice(YamlRule):
 
     ID = "yaml-verl-device"
     SAFETY = "safe"
-    TRIGGERS = ("cuda",)
+    TRIGGERS = ()
+    TRIGGER_PATTERNS = (CUDA_WORD,)
 
     def check(self, doc: YamlDocument) -> None:
         for root in doc.documents:

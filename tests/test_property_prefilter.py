@@ -4,6 +4,8 @@ random programs, with prefiltering off against on."""
 
 from __future__ import annotations
 
+import re
+
 import sys
 
 import libcst as cst
@@ -30,7 +32,10 @@ SOURCES = [(c.input.name.replace(".input", ""), c.input.read_bytes()) for c in a
 
 
 def _triggers_present(rule: type[Rule], data: bytes) -> bool:
-    return not rule.TRIGGERS or any(t.encode() in data for t in rule.TRIGGERS)
+    if not rule.TRIGGERS and not rule.TRIGGER_PATTERNS:
+        return True
+    return any(t.encode() in data for t in rule.TRIGGERS) or any(
+        re.search(p.encode(), data) for p in rule.TRIGGER_PATTERNS)
 
 
 def _assert_exact(name: str, data: bytes) -> None:
@@ -43,8 +48,10 @@ def _assert_exact(name: str, data: bytes) -> None:
     by_id = all_rules()
     for finding in unfiltered.outcome.findings:
         rule = by_id[finding.rule]
+        if rule.FOLLOWS_CHANGES and finding.kind == "change" and len({f.rule for f in unfiltered.outcome.findings}) > 1:
+            continue
         assert _triggers_present(rule, data), \
-            f"{name}: {rule.ID} acted at line {finding.line} but none of its TRIGGERS {rule.TRIGGERS} occurs"
+            f"{name}: {rule.ID} acted at line {finding.line} but none of its triggers occurs"
 
 
 @pytest.mark.parametrize("name,data", SOURCES, ids=[n for n, _ in SOURCES])

@@ -44,13 +44,15 @@ def trigger_pattern(rules: Sequence[type[Rule]]) -> Optional[re.Pattern]:
 
     None when some rule declares no trigger: it may act on any file, so every file is parsed.
     """
-    triggers = set()
+    triggers, patterns = set(), set()
     for rule in rules:
-        if not rule.TRIGGERS:
+        if not rule.TRIGGERS and not rule.TRIGGER_PATTERNS:
             return None
         triggers.update(t.encode("utf-8") for t in rule.TRIGGERS)
+        patterns.update(p.encode("utf-8") for p in rule.TRIGGER_PATTERNS)
     # Longest first only keeps the alternation deterministic; any match answers the question.
-    return re.compile(b"|".join(re.escape(t) for t in sorted(triggers, key=lambda t: (-len(t), t))))
+    alternatives = [re.escape(t) for t in sorted(triggers, key=lambda t: (-len(t), t))] + sorted(patterns)
+    return re.compile(b"|".join(alternatives))
 
 
 class Engine:
