@@ -116,7 +116,9 @@ class ProfilerToNpu(PythonRule):
 
     ID = "profiler-npu"
     SAFETY = "review"
-    TRIGGERS = ("profiler", "ProfilerActivity")
+    # torch's profiler through any import form (`import torch.profiler as p`, `from torch import
+    # profiler`, `torch.autograd.profiler`); a project's own `myproj.profiler` is no trigger.
+    TRIGGERS = ("torch.profiler", "import profiler", "autograd.profiler", "ProfilerActivity")
 
     def __init__(self, ctx):
         super().__init__(ctx)

@@ -9,7 +9,7 @@ from codemods._base import CUDA_WORD, PythonRule
 from transpiler.analysis.imports import dotted_name
 
 # Signs that a file already uses the NPU without importing torch_npu (e.g. ported by hand).
-_USES_NPU = re.compile(r"torch\.npu|from torch import npu|\.npu\(|\.is_npu\b|[\"']npu[\"':]|[\"']hccl[\"']")
+_USES_NPU = re.compile(r"torch\.npu|from torch import npu|\.npu\(|\.is_npu\b")
 
 
 def _imported_modules(line: cst.CSTNode) -> list[tuple[str, bool]]:
@@ -156,7 +156,7 @@ class TorchNpuImport(PythonRule):
 
     ID = "torch-npu-import"
     SAFETY = "safe"
-    TRIGGERS = ("nccl", "NCCL", "torch.npu", "from torch import npu", ".npu(", ".is_npu", "'npu", '"npu', "'hccl", '"hccl')
+    TRIGGERS = ("torch.npu", "from torch import npu", ".npu(", ".is_npu")
     TRIGGER_PATTERNS = (CUDA_WORD,)
     FOLLOWS_CHANGES = True
 
