@@ -47,11 +47,6 @@ class VllmDeviceArg(PythonRule):
     SAFETY = "safe"
     TRIGGERS = ("vllm",)
 
-    @classmethod
-    def matches(cls, text: str) -> bool:
-        # Both are needed: most files that mention vllm pass no device argument.
-        return "vllm" in text and "device" in text
-
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         resolved = self.ctx.resolve(original.func)
         if resolved not in ENGINE_ARG_CALLS:
