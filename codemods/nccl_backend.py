@@ -66,7 +66,7 @@ class NcclBackend(StringPositionRule):
             return self.rewrite(original, updated, updated.with_changes(attr=cst.Name("HCCL")),
                                 "`Backend.NCCL` -> `Backend.HCCL`")
         if name == "is_nccl_available" and self.ctx.resolve(original) == _IS_NCCL:
-            return self.rewrite(original, updated, dotted_expr(_IS_HCCL),
+            return self.rewrite(original, updated, dotted_expr(_IS_HCCL, like=updated),
                                 f"`{dotted_name(original)}` -> `{_IS_HCCL}`")
         return updated
 

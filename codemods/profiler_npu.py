@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Optional, Sequence, Union
+from typing import Optional, Sequence
 
 import libcst as cst
 
 from codemods._base import PythonRule
-from transpiler.analysis.imports import dotted_name
+from transpiler.analysis.imports import dotted_expr, dotted_name
 from transpiler.mapping import load_table
 
 
@@ -76,10 +76,6 @@ def _closing_comma(own, original_last):
     if comment is not None and comment.comment is not None:
         return own.with_changes(whitespace_after=own_ws.with_changes(indent=False, last_line=cst.SimpleWhitespace("")))
     return cst.MaybeSentinel.DEFAULT
-
-
-def _module_expr(dotted: str) -> Union[cst.Attribute, cst.Name]:
-    return cst.parse_expression(dotted)  # type: ignore[return-value]
 
 
 class ProfilerToNpu(PythonRule):
@@ -193,7 +189,7 @@ class ProfilerToNpu(PythonRule):
         moved_ids = {id(a) for a in moved}
         stay = [a for a in node.names if id(a) not in moved_ids]
         last_comma = node.names[-1].comma if node.lpar is not None else cst.MaybeSentinel.DEFAULT
-        npu = node.with_changes(module=_module_expr(self.table.npu_module), names=_with_commas(moved, last_comma))
+        npu = node.with_changes(module=dotted_expr(self.table.npu_module), names=_with_commas(moved, last_comma))
         if not stay:
             return [npu]
         torch = node.with_changes(names=_with_commas(stay, last_comma))
@@ -212,7 +208,7 @@ class ProfilerToNpu(PythonRule):
             if attr == "profile":
                 self.profile_moved = True
             self.emitted_torch_npu = True
-            new = cst.Attribute(value=_module_expr(self.table.npu_module), attr=updated.attr,
+            new = cst.Attribute(value=dotted_expr(self.table.npu_module), attr=updated.attr,
                                 dot=updated.dot, lpar=updated.lpar, rpar=updated.rpar)
             return self.rewrite(original, updated, new, f"{owner}.{attr} -> {self.table.npu_module}.{attr}")
         if owner in (f"{self.table.cuda_module}.ProfilerActivity", f"{self.table.npu_module}.ProfilerActivity"):

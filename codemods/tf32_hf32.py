@@ -129,7 +129,7 @@ class TF32ToHF32(PythonRule):
                         hint=f"import torch and use {row.npu}", fix=row.npu)
             return updated
         new_text = head + row.npu[len("torch"):]
-        new = dotted_expr(new_text).with_changes(lpar=updated.lpar, rpar=updated.rpar)
+        new = dotted_expr(new_text, like=updated)
         return self.rewrite(original, updated, new, f"{name} -> {row.npu}")
 
     def _torch_name(self, node: cst.Attribute) -> Optional[str]:

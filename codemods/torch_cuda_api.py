@@ -171,7 +171,7 @@ class TorchCudaApi(PythonRule):
         dotted = self._plans.get(id(original))
         if dotted is None:
             return updated
-        return self.rewrite(original, updated, dotted_expr(dotted),
+        return self.rewrite(original, updated, dotted_expr(dotted, like=updated),
                             f"`{dotted_name(original)}` -> `{dotted}`")
 
     # -- imports ----------------------------------------------------------------------------

@@ -59,8 +59,7 @@ def test_engine_reports_line_of_syntax_error():
     assert "line" in result.outcome.error
 
 
-def test_deeply_nested_input_is_a_file_error_not_a_crash():
-    # CPython and LibCST refuse or overflow on this; either way it must come back as this file's error.
+def test_nested_parentheses_are_kept_around_a_rewritten_name():
     data = b"import torch\nx = " + b"(" * 150 + b"torch.cuda" + b")" * 150 + b"\n"
     result = Engine(Settings()).convert(data, "nested.py")
-    assert result.outcome.status in ("failed", "converted")
+    assert result.output == b"import torch\nimport torch_npu\nx = " + b"(" * 150 + b"torch.npu" + b")" * 150 + b"\n"

@@ -168,12 +168,14 @@ class ImportTable:
         )
 
 
-def dotted_expr(dotted: str) -> cst.BaseExpression:
-    """`a.b.c` as a Name/Attribute chain."""
+def dotted_expr(dotted: str, like: Optional[cst.BaseExpression] = None) -> cst.BaseExpression:
+    """`a.b.c` as a Name/Attribute chain; with `like`, keeping the parentheses around that expression."""
     head, *rest = dotted.split(".")
     node: cst.BaseExpression = cst.Name(head)
     for part in rest:
         node = cst.Attribute(value=node, attr=cst.Name(part))
+    if like is not None:
+        node = node.with_changes(lpar=like.lpar, rpar=like.rpar)
     return node
 
 
