@@ -44,7 +44,7 @@ class EnvVarNames(PythonRule):
 
     def __init__(self, ctx: PythonContext):
         super().__init__(ctx)
-        self.table = EnvVarTable.for_target(ctx.target, rules_files=tuple(ctx.options.extra.get("rules_files", ())))
+        self.table = EnvVarTable.for_options(ctx.options)
         self.positions = EnvPositions(ctx.imports)
         self._renames: dict[cst.CSTNode, tuple[str, str]] = {}
         self._seen: set[cst.CSTNode] = set()

@@ -163,7 +163,7 @@ class RayRuntimeEnv(PythonRule):
     def __init__(self, ctx: PythonContext):
         super().__init__(ctx)
         self.profile = load_profile(ctx.target, ctx.options.runtime_env_profile)
-        self.env_table = EnvVarTable.for_target(ctx.target)
+        self.env_table = EnvVarTable.for_options(ctx.options)
         self._wanted: Optional[list[tuple[str, cst.BaseExpression]]] = None
 
     def _wanted_env(self) -> list[tuple[str, cst.BaseExpression]]:

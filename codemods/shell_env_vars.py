@@ -8,8 +8,8 @@ from codemods._env_table import EnvVarRow, EnvVarTable, env_triggers
 from transpiler.shell import ASSIGNMENT_RE, NAME_RE, Command, ShellRule, Script, Word
 
 
-def env_lookup(target: str, name: str, value: Optional[str] = None) -> Optional[EnvVarRow]:
-    return EnvVarTable.for_target(target, with_shell=True).lookup(name, value)
+def env_lookup(options, name: str, value: Optional[str] = None) -> Optional[EnvVarRow]:
+    return EnvVarTable.for_options(options, with_shell=True).lookup(name, value)
 
 
 _DECLARERS = ("export", "declare", "typeset", "readonly", "local", "unset")
@@ -72,7 +72,7 @@ class ShellEnvVars(ShellRule):
 
     def _name(self, cmd: Optional[Command], name: str, start: int, value: Optional[str], *, assignment: bool,
               quote: Optional[str] = None) -> None:
-        row = env_lookup(self.ctx.target, name, value)
+        row = env_lookup(self.ctx.options, name, value)
         if row is None or row.status == "keep":
             return
         if row.status == "rename" and row.npu:

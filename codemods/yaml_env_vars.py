@@ -41,7 +41,7 @@ class YamlEnvVars(YamlRule):
             for key in list(mapping):
                 name = str(key)
                 value = mapping[key]
-                row = env_lookup(self.ctx.target, name, None if value is None else str(value))
+                row = env_lookup(self.ctx.options, name, None if value is None else str(value))
                 if row is None or row.status == "keep":
                     continue
                 span = doc.key_span(mapping, key)

@@ -82,3 +82,15 @@ def test_bad_rules_file_names_the_key_and_line(tmp_path, text, line, needle):
     src = write(tmp_path / "app.py", SOURCE)
     result = CliRunner().invoke(cli, ["check", "--isolated", "--rules", str(rules), str(src)])
     assert result.exit_code == 2 and needle in result.stderr
+
+
+def test_user_env_rows_reach_python_and_shell(tmp_path):
+    rules = write(tmp_path / "my_rules.yaml", GOOD)
+    py = write(tmp_path / "env.py", 'import os\ncache = os.environ["MY_CUDA_CACHE"]\n')
+    sh = write(tmp_path / "run.sh", "#!/bin/bash\nexport MY_CUDA_CACHE=/tmp/c\npython train.py\n")
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["convert", "--isolated", "--rules", str(rules), str(py), str(sh),
+                                      "--out", str(out), "-j", "1"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert 'os.environ["MY_NPU_CACHE"]' in (out / "env.py").read_text()
+    assert "export MY_NPU_CACHE=/tmp/c" in (out / "run.sh").read_text()

@@ -39,12 +39,12 @@ def convert_text(data: bytes, path: str, rule_classes: Sequence[type[Rule]], opt
 CONVERTERS = {"python": convert_python, "shell": convert_text, "yaml": convert_text}
 
 
-def trigger_pattern(rules: Sequence[type[Rule]]) -> Optional[re.Pattern]:
-    """One alternation of every trigger of `rules`, searched once over a file's bytes.
+def trigger_pattern(rules: Sequence[type[Rule]], extra: Sequence[str] = ()) -> Optional[re.Pattern]:
+    """One alternation of every trigger of `rules` (plus `extra` literals), searched once over a file's bytes.
 
     None when some rule declares no trigger: it may act on any file, so every file is parsed.
     """
-    triggers, patterns = set(), set()
+    triggers, patterns = {t.encode("utf-8") for t in extra}, set()
     for rule in rules:
         if not rule.TRIGGERS and not rule.TRIGGER_PATTERNS:
             return None
@@ -53,6 +53,17 @@ def trigger_pattern(rules: Sequence[type[Rule]]) -> Optional[re.Pattern]:
     # Longest first only keeps the alternation deterministic; any match answers the question.
     alternatives = [re.escape(t) for t in sorted(triggers, key=lambda t: (-len(t), t))] + sorted(patterns)
     return re.compile(b"|".join(alternatives))
+
+
+def _user_table_names(options: RunOptions) -> tuple[str, ...]:
+    """The names a user's `--rules` tables map: rules act on them, so they are triggers too."""
+    files = options.extra.get("rules_files", ())
+    if not files:
+        return ()
+    from transpiler.user_tables import load_user_tables  # only for runs with custom tables
+
+    return tuple(sorted({row["cuda"].rstrip("*") for f in files
+                         for rows in load_user_tables(f, options.target).values() for row in rows}))
 
 
 class Engine:
@@ -66,7 +77,8 @@ class Engine:
         self.by_language: dict[str, list[type[Rule]]] = {}
         for rule in self.rules:
             self.by_language.setdefault(rule.LANGUAGE, []).append(rule)
-        self._patterns = {lang: trigger_pattern(rules) for lang, rules in self.by_language.items()}
+        user_names = _user_table_names(self.options)
+        self._patterns = {lang: trigger_pattern(rules, user_names) for lang, rules in self.by_language.items()}
 
     def needs_parse(self, data: bytes, language: str) -> list[type[Rule]]:
         """The prefilter: all rules of the language if any of their triggers occurs in the file's
