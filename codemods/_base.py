@@ -10,13 +10,16 @@ from __future__ import annotations
 import inspect
 import re
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Optional
 
 import libcst as cst
 
 from transpiler.analysis.imports import ImportTable
 from transpiler.analysis.locations import NodeLocations
 from transpiler.report import Finding
+
+if TYPE_CHECKING:
+    from transpiler.analysis.source_facts import SourceFacts
 
 SAFETY_LEVELS = ("safe", "review", "report-only")
 
@@ -113,6 +116,14 @@ class Rule:
     @classmethod
     def matches(cls, text: str) -> bool:
         return any(t in text for t in cls.TRIGGERS) or any(re.search(p, text) for p in cls.TRIGGER_PATTERNS)
+
+    @classmethod
+    def scout(cls, facts: "SourceFacts", options: "RunOptions") -> bool:
+        """Python rules: False only if this rule can neither change nor report anything in a file with
+        these facts (its code words and string literals, transpiler/analysis/source_facts.py). The engine
+        does not parse a file no selected rule's scout wants. Must over-approximate: the tests run each
+        rule alone on every source its scout declines and require nothing to happen."""
+        return True
 
 
 @dataclass

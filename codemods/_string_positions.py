@@ -23,9 +23,15 @@ class StringPositionRule(PythonRule):
         # is seen before the use, so its strings are held until the end of the scope decides.
         self._scopes: list[_LocalFlow] = [_LocalFlow()]
 
-    def new_text(self, text: str) -> Optional[str]:
+    @staticmethod
+    def new_text(text: str) -> Optional[str]:
         """The target spelling of a string's text (or its leading part), or None to leave it."""
         raise NotImplementedError
+
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        # Only literals whose own text new_text changes are ever rewritten (or noted in an NPU branch).
+        return facts.any_string(lambda s: cls.new_text(s) not in (None, s))
 
     def _mark(self, nodes) -> None:
         for node in nodes:

@@ -34,5 +34,6 @@ class AmpDevice(StringPositionRule):
     TRIGGER_PATTERNS = (CUDA_WORD,)
     POSITION = "device_type"
 
-    def new_text(self, text: str) -> Optional[str]:
+    @staticmethod
+    def new_text(text: str) -> Optional[str]:
         return npu_device_text(text)

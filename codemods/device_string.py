@@ -47,5 +47,6 @@ class DeviceString(StringPositionRule):
     TRIGGER_PATTERNS = (CUDA_WORD,)
     POSITION = "device"
 
-    def new_text(self, text: str) -> Optional[str]:
+    @staticmethod
+    def new_text(text: str) -> Optional[str]:
         return npu_device_text(text)

@@ -42,6 +42,13 @@ class EnvVarNames(PythonRule):
     SAFETY = "safe"
     TRIGGERS = env_triggers()
 
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        # A name position holds the name in a string literal or a keyword (`env.update(NAME=...)`).
+        tokens = EnvVarTable.for_options(options).trigger_tokens()
+        return (facts.any_string(lambda s: any(t in s for t in tokens))
+                or any(w.startswith(tokens) for w in facts.words))
+
     def __init__(self, ctx: PythonContext):
         super().__init__(ctx)
         self.table = EnvVarTable.for_options(ctx.options)

@@ -57,8 +57,13 @@ class NcclBackend(StringPositionRule):
     TRIGGERS = ("nccl", "NCCL")
     POSITION = "backend"
 
-    def new_text(self, text: str) -> Optional[str]:
+    @staticmethod
+    def new_text(text: str) -> Optional[str]:
         return hccl_backend_text(text)
+
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        return facts.has_word("NCCL", "is_nccl_available") or super().scout(facts, options)
 
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
         name = original.attr.value

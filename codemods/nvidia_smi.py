@@ -102,6 +102,11 @@ class NvidiaSmiToNpuSmi(PythonRule):
     SAFETY = "safe"
     TRIGGERS = ("nvidia-smi",)
 
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        program = smi_table(options.target).cuda_program
+        return facts.any_string(lambda s: program in s)  # the program is always named by a literal
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self.table = smi_table(ctx.target)

@@ -116,6 +116,10 @@ class ProfilerToNpu(PythonRule):
     # profiler`, `torch.autograd.profiler`); a project's own `myproj.profiler` is no trigger.
     TRIGGERS = ("torch.profiler", "import profiler", "autograd.profiler", "ProfilerActivity")
 
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        return facts.has_all_words("torch", "profiler")  # names resolved under torch[.autograd].profiler
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self.table = profiler_table(ctx.target)

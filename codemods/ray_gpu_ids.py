@@ -34,6 +34,10 @@ class RayGpuIds(PythonRule):
     SAFETY = "review"
     TRIGGERS = ("get_gpu_ids",)
 
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        return facts.may_name(RayTable.for_target(options.target).gpu_ids)
+
     def __init__(self, ctx: PythonContext):
         super().__init__(ctx)
         self.table = RayTable.for_target(ctx.target)

@@ -39,6 +39,14 @@ class RayNumGpus(PythonRule):
     SAFETY = "safe"
     TRIGGERS = ("num_gpus", "use_gpu")
 
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        table = RayTable.for_target(options.target)
+        # The methods (`Actor.options`) count only in files that import ray.
+        calls = (facts.has_word("num_gpus") and (any(facts.may_name(c) for c in table.num_gpus_calls)
+                                                 or facts.has_word("ray")))
+        return calls or any(facts.has_word(r.keyword) and facts.may_name(r.call) for r in table.reported_keywords)
+
     def __init__(self, ctx: PythonContext):
         super().__init__(ctx)
         self.table = RayTable.for_target(ctx.target)

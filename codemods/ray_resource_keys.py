@@ -42,6 +42,11 @@ class RayResourceKeys(PythonRule):
     SAFETY = "safe"
     TRIGGERS = ('"GPU"', "'GPU'")
 
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        gpu = RayTable.for_target(options.target).gpu
+        return facts.any_string(lambda s: s == gpu)  # only a literal "GPU" key is ever renamed
+
     def __init__(self, ctx: PythonContext):
         super().__init__(ctx)
         self.table = RayTable.for_target(ctx.target)

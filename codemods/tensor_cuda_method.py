@@ -30,6 +30,10 @@ class TensorCudaMethod(PythonRule):
     TRIGGERS = ("is_cuda",)
     TRIGGER_PATTERNS = (CUDA_WORD,)
 
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        return facts.has_word("cuda", "is_cuda")  # attribute names: code, never string contents
+
     def _is_module(self, node: cst.BaseExpression) -> bool:
         return self.ctx.resolve(node) is not None
 

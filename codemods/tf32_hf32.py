@@ -80,6 +80,11 @@ class TF32ToHF32(PythonRule):
     SAFETY = "safe"
     TRIGGERS = ("backends",)
 
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        # Resolved names under torch.backends.cuda / torch.backends.cudnn, spelled in the code.
+        return facts.has_all_words("torch", "backends")
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self._inner: set[int] = set()  # ids of Attribute nodes that are the value of a longer chain

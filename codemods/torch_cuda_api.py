@@ -42,6 +42,10 @@ class TorchCudaApi(PythonRule):
     TRIGGERS = ()
     TRIGGER_PATTERNS = (CUDA_WORD,)
 
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        return facts.may_name(CUDA_ROOT)  # every change and report is about a name resolved under it
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self.table = table_for(ctx.target, tuple(ctx.options.extra.get("rules_files", ())))

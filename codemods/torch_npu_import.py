@@ -160,6 +160,11 @@ class TorchNpuImport(PythonRule):
     TRIGGER_PATTERNS = (CUDA_WORD,)
     FOLLOWS_CHANGES = True
 
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        # On its own (without another rule's change) it acts only on files that already use the NPU.
+        return facts.has_word("torch") and facts.search(_USES_NPU)
+
     def finalize(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         if not (self.ctx.changed or _USES_NPU.search(self.ctx.text)):
             return updated

@@ -133,6 +133,16 @@ class UnsupportedCudaLibraries(PythonRule):
     # `.cu`/`.cuh` sources and `*_cuda` extension modules, without matching `.cuda` or `_cuda_x`.
     TRIGGER_PATTERNS = (r"\.cuh?(?![A-Za-z0-9_])", r"_cuda(?![A-Za-z0-9_])")
 
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        # Imports spell the library's module path; uses resolve through such an import.
+        target = options.target
+        suffixes, _ = compiled_extension_row(target)
+        builds = cuda_builds(target)
+        return (any(facts.may_name(row.module) for row in library_rows(target))
+                or any(w.endswith(suffixes) for w in facts.words)
+                or any(facts.may_name(name) for name in (*_DYNAMIC_IMPORTS, *builds.callables)))
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self._guarded: set[int] = set()  # ids of imports whose ImportError is handled

@@ -72,6 +72,12 @@ class VerlDevice(PythonRule):
     TRIGGERS = ()
     TRIGGER_PATTERNS = (CUDA_WORD,)
 
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        table = VerlTable.for_target(options.target)
+        pattern, value = table.override_pattern, re.compile(rf"{re.escape(table.cuda)}(:\d+)?")
+        return facts.any_string(lambda s: value.fullmatch(s) or pattern.match(s))
+
     def __init__(self, ctx: PythonContext):
         super().__init__(ctx)
         self.table = VerlTable.for_target(ctx.target)

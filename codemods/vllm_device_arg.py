@@ -47,6 +47,10 @@ class VllmDeviceArg(PythonRule):
     SAFETY = "safe"
     TRIGGERS = ("vllm",)
 
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        return facts.has_word("device") and any(facts.may_name(c) for c in ENGINE_ARG_CALLS)
+
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         resolved = self.ctx.resolve(original.func)
         if resolved not in ENGINE_ARG_CALLS:

@@ -7,6 +7,7 @@ from dataclasses import dataclass
 from typing import Optional, Sequence
 
 from codemods._base import FileContext, Rule, RunOptions
+from transpiler.analysis.source_facts import scan
 from transpiler.files import language_of
 from transpiler.python_source import SourceError, convert_python
 from transpiler.registry import select_rules
@@ -35,6 +36,8 @@ def convert_text(data: bytes, path: str, rule_classes: Sequence[type[Rule]], opt
     out = data if new == text else new.encode("utf-8")
     return out, ctx.findings
 
+
+_ANYTHING = re.compile(b"")
 
 CONVERTERS = {"python": convert_python, "shell": convert_text, "yaml": convert_text}
 
@@ -77,23 +80,44 @@ class Engine:
         self.by_language: dict[str, list[type[Rule]]] = {}
         for rule in self.rules:
             self.by_language.setdefault(rule.LANGUAGE, []).append(rule)
-        user_names = _user_table_names(self.options)
-        self._patterns = {lang: trigger_pattern(rules, user_names) for lang, rules in self.by_language.items()}
+        self._user_names = _user_table_names(self.options)
+        self._patterns = {lang: trigger_pattern(rules, self._user_names) for lang, rules in self.by_language.items()}
+        # A rule whose own triggers are absent does nothing (tests/test_property_prefilter.py), whichever
+        # other rule's trigger let the file through.
+        self._own_triggers = {r: trigger_pattern([r]) or _ANYTHING for r in self.by_language.get("python", ())}
 
     def needs_parse(self, data: bytes, language: str) -> list[type[Rule]]:
-        """The prefilter: all rules of the language if any of their triggers occurs in the file's
-        bytes (triggers are ASCII, so this holds for any ASCII-compatible encoding), else none."""
+        """The prefilter, in two stages. First the triggers: all rules of the language if any of their
+        triggers occurs in the file's bytes (triggers are ASCII, so this holds for any ASCII-compatible
+        encoding), else none. Then, for Python, the scouts: the rules that could act on the file's code
+        words and string literals (a trigger in a comment or a log message is not enough), plus the
+        rules that follow other rules' changes; none if no rule could act."""
         rules = self.by_language.get(language)
         if not rules:
             return []
-        pattern = self._patterns[language]
-        if not self.prefilter or pattern is None or pattern.search(data):
+        if not self.prefilter:
             return rules
-        return []
+        pattern = self._patterns[language]
+        if pattern is not None and not pattern.search(data):
+            return []
+        if language != "python" or self._user_names:
+            return rules  # user tables may name anything: their rules have no scouts of their own
+        facts = scan(data)
+        wanted = [r for r in rules if self._own_triggers[r].search(data) and r.scout(facts, self.options)]
+        if not wanted:
+            return []
+        return [r for r in rules if r in wanted or r.FOLLOWS_CHANGES]
 
-    def convert(self, data: bytes, path: str, language: Optional[str] = None) -> Converted:
+    def rules_named(self, ids: Sequence[str]) -> list[type[Rule]]:
+        """The selected rules with these ids, in selection order (a worker told what the driver chose)."""
+        wanted = set(ids)
+        return [r for r in self.rules if r.ID in wanted]
+
+    def convert(self, data: bytes, path: str, language: Optional[str] = None,
+                rules: Optional[Sequence[type[Rule]]] = None) -> Converted:
+        """Convert one file with `rules`, or with the rules the prefilter picks for it."""
         language = language or language_of(path, data[:128])
-        rules = self.needs_parse(data, language)
+        rules = self.needs_parse(data, language) if rules is None else rules
         if not rules:
             status = "skipped" if language in CONVERTERS else "copied"
             return Converted(FileOutcome(path, status, language=language), None)

@@ -208,14 +208,16 @@ def _triage(index: int, src: SourceFile, group: _Group, cache: Optional[Cache],
     error = _decode_error(data, language)
     if error:
         return done("failed", language, error + "; copied unconverted")
-    if not engine.needs_parse(data, language):
+    chosen = engine.needs_parse(data, language)
+    if not chosen:
         return done("skipped", language)
     if cache is not None and group.fingerprint is not None:
         hit = cache.get(group.fingerprint, src.rel.as_posix(), language, digest_of(data), src.display)
         if hit is not None:
             outcome, output = hit
             return Converted(outcome, output), data if output is not None or outcome.findings else None
-    return Task(index, str(src.path), src.display, language, data if ship else None)
+    return Task(index, str(src.path), src.display, language, data if ship else None,
+                rules=tuple(r.ID for r in chosen))
 
 
 def _decode_error(data: bytes, language: str) -> str:

@@ -31,6 +31,7 @@ class Task:
     language: str
     data: Optional[bytes] = None
     group: int = 0  # which (settings, rules) job of the run applies
+    rules: tuple[str, ...] = ()  # the ids of the rules the driver's prefilter chose; () lets the worker choose
 
 
 @dataclass
@@ -115,7 +116,9 @@ def convert_task(task: Task, settings: Settings, rules: Optional[Sequence[type[R
     if task.language == "python" and bracket_depth_exceeds(data):
         return failed("brackets nested too deeply for the parser (more than 200 levels)", digest)
     try:
-        converted = engine_for(settings, rules).convert(data, task.display, task.language)
+        engine = engine_for(settings, rules)
+        chosen = engine.rules_named(task.rules) if task.rules else None
+        converted = engine.convert(data, task.display, task.language, chosen)
     except RecursionError:
         return failed("too deeply nested to convert (RecursionError)", digest)
     except Exception as exc:  # a rule bug must cost one file, not the run

@@ -1,0 +1,119 @@
+"""The second prefilter stage: the lexical facts of a Python file, and the rules' scouts that decide from
+them whether a LibCST parse could change or report anything. A scout may say yes too often (a parse
+for nothing), never no too often (a lost rewrite); these tests hold each scout to that."""
+
+from __future__ import annotations
+
+import pytest
+
+from codemods._base import Rule, RunOptions
+from test_property_prefilter import SOURCES
+from transpiler.analysis.source_facts import scan
+from transpiler.engine import Engine
+from transpiler.files import language_of
+from transpiler.registry import all_rules
+from transpiler.settings import Settings
+
+# Rules with a scout of their own (the default one says yes to every file).
+PYTHON_RULES = [r for r in all_rules().values()
+                if r.LANGUAGE == "python" and r.scout.__func__ is not Rule.scout.__func__]
+
+# Shapes where the text a rule acts on hides in an odd spelling, next to look-alikes it must ignore.
+TRICKY = {
+    "escaped.py": 'import torch\nx = torch.zeros(1).to("cu\\x64a")\n',
+    "fstring_code.py": 'import torch\nprint(f"{torch.cuda.device_count()} devices")\n',
+    "fstring_head.py": 'import torch\nd = torch.device(f"cuda:{rank}")\n',
+    "concatenated.py": 'import torch\nd = torch.device("cuda" ":0")\n',
+    "keyword_env.py": 'import os\nenv = dict(os.environ)\nenv.update(CUDA_VISIBLE_DEVICES="0")\n',
+    "comment_only.py": 'import torch\n# torch.cuda.synchronize() was here; backend="nccl"\nx = 1\n',
+    "docstring_only.py": 'import torch\ndef f():\n    """Moves x to cuda with nccl."""\n    return 1\n',
+    "log_only.py": 'import logging\nlogging.info("cuda is not used; nccl neither; vllm device=")\n',
+    "hash_in_string.py": 'import torch\ns = "# not a comment"; torch.cuda.synchronize()\n',
+    "quote_in_comment.py": "import torch\n# don't stop here\ntorch.cuda.synchronize()\n",
+    "raw_bytes.py": "import torch\nx = rb'cuda\\'s'\ny = b\"cuda\"\nz = torch.device('cuda')\n",
+    "continued.py": 'import torch\nd = torch.device("cu\\\nda")\n',
+    "if_keyword.py": 'import torch\nif"cuda"==torch.zeros(1).device.type: pass\n',
+    "alias_vllm.py": 'from vllm import LLM as Engine\nllm = Engine(model="m", device="cuda")\n',
+    "ray_method.py": 'import ray\nActor.options(num_gpus=1).remote()\n',
+    "smi.py": 'import subprocess\nsubprocess.run(["nvidia-smi", "-L"])\n',
+    "triton_star.py": 'from triton import *\n@jit\ndef k(): pass\n',
+    "ext.py": 'import fused_adam_cuda\n',
+    "dynamic.py": 'import importlib\nm = importlib.import_module("flash_attn")\n',
+    "unterminated.py": 'import torch\nx = "cuda\ntorch.cuda.synchronize()\n',
+}
+CASES = [(n, d) for n, d in SOURCES if language_of(n, d[:128]) == "python"] + [
+    (n, t.encode()) for n, t in TRICKY.items()]
+
+
+def test_comments_and_plain_strings_are_not_code():
+    facts = scan(b'import torch  # torch.cuda here\nlog("cuda nccl")\n')
+    assert {"import", "torch", "log"} <= facts.words
+    assert "cuda" not in facts.words and "nccl" not in facts.words
+    assert facts.strings == ("cuda nccl",)
+    assert not facts.unsure
+
+
+def test_fstring_bodies_are_code_and_strings_with_their_head():
+    facts = scan(b'x = f"cuda:{torch.cuda.current_device()}"\n')
+    assert {"torch", "cuda", "current_device"} <= facts.words
+    assert "cuda:" in facts.strings and "cuda:{torch.cuda.current_device()}" in facts.strings
+
+
+@pytest.mark.parametrize("source,strings", [
+    (b"x = 'it\\'s'  # q'\n", ("it\\'s", "it's")),
+    (b'x = """a "b" \'c\' """\n', ('a "b" \'c\' ',)),
+    (b"x = Rb'\\d'\n", ("\\d",)),
+    (b'x = "cu\\x64a"\n', ("cu\\x64a", "cuda")),
+    (b'x = b"\\x41"\n', ("\\x41", "A")),
+    (b'x = "# no comment"; y = 1\n', ("# no comment",)),
+])
+def test_literals_are_read_as_python_reads_them(source, strings):
+    facts = scan(source)
+    assert facts.strings == strings
+    assert "no" not in facts.words and "comment" not in facts.words
+
+
+def test_what_the_lexer_does_not_understand_makes_every_question_yes():
+    facts = scan(b'x = "never closed\ny = 1\n')
+    assert facts.unsure
+    assert facts.has_word("anything") and facts.any_string(lambda s: False) and facts.may_name("a.b")
+
+
+@pytest.mark.parametrize("rule", PYTHON_RULES, ids=[r.ID for r in PYTHON_RULES])
+def test_a_rule_does_nothing_where_its_scout_declines(rule):
+    engine = Engine(Settings(), rules=[rule], prefilter=False)
+    options = RunOptions()
+    declined = 0
+    for name, data in CASES:
+        if rule.scout(scan(data), options):
+            continue
+        declined += 1
+        result = engine.convert(data, name)
+        assert result.output is None and not result.outcome.findings, (rule.ID, name, result.outcome.findings)
+    assert declined, f"{rule.ID}: its scout accepts every source, so this test checks nothing"
+
+
+@pytest.mark.parametrize("name", sorted(TRICKY))
+def test_the_engine_with_scouts_converts_like_the_engine_without(name):
+    data = TRICKY[name].encode()
+    every = Settings(select=("ALL",))
+    full = Engine(every, prefilter=False).convert(data, name)
+    scouted = Engine(every).convert(data, name)
+    assert scouted.output == full.output
+    assert sorted(scouted.outcome.findings) == sorted(full.outcome.findings)
+
+
+@pytest.mark.parametrize("name", ["comment_only.py", "docstring_only.py", "log_only.py"])
+def test_cuda_in_prose_alone_is_not_parsed(name):
+    data = TRICKY[name].encode()
+    engine = Engine(Settings())
+    assert engine._patterns["python"].search(data), "the byte prefilter alone would parse it"
+    assert engine.needs_parse(data, "python") == []
+
+
+def test_a_file_one_rule_wants_runs_that_rule_and_the_rules_that_follow_changes():
+    engine = Engine(Settings())
+    chosen = {r.ID for r in engine.needs_parse(TRICKY["fstring_head.py"].encode(), "python")}
+    assert "device-string" in chosen and "torch-npu-import" in chosen
+    assert "vllm-device-arg" not in chosen and "unsupported-cuda-libs" not in chosen
+
