@@ -30,8 +30,8 @@ def check(tree: Path, settings: Settings) -> int:
             continue
         data = path.read_bytes()
         counts["files"] += 1
-        pattern = scouted._patterns.get(language)
-        counts["triggered"] += bool(pattern is None or pattern.search(data))
+        hit, user_name = scouted.triggered(data, language)
+        counts["triggered"] += bool(hit or user_name)
         counts["parsed"] += bool(scouted.needs_parse(data, language))
         a = scouted.convert(data, str(path), language)
         b = unfiltered.convert(data, str(path), language)

@@ -25,7 +25,7 @@ SAFETY_LEVELS = ("safe", "review", "report-only")
 
 # `cuda` as a token of its own (torch.cuda, "cuda:0", .cuda(), --device cuda), not part of an identifier
 # such as `is_cuda_available` or `cuda_graph`, which no rule acts on.
-CUDA_WORD = r"(?<![A-Za-z0-9_])cuda(?![A-Za-z0-9_])"
+CUDA_WORD = r"cuda(?<![A-Za-z0-9_]cuda)(?![A-Za-z0-9_])"
 
 _IGNORE_RE = re.compile(r"#\s*npu-port:\s*ignore(?:\[([A-Za-z0-9_,\s-]+)\])?")
 
@@ -62,30 +62,12 @@ def _chain_tests(node: cst.If):
         node = node.orelse
 
 
-def npu_guarded_nodes(module: cst.Module) -> frozenset[int]:
-    """Ids of every node inside an if/elif chain or conditional expression whose test mentions the NPU."""
-    found: set[int] = set()
-
-    class Guards(cst.CSTVisitor):
-        def __init__(self):
-            super().__init__()
-            self.root: Optional[cst.CSTNode] = None
-
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            if self.root is None and (
-                    (isinstance(node, cst.If) and any(_mentions_npu(t) for t in _chain_tests(node)))
-                    or (isinstance(node, cst.IfExp) and _mentions_npu(node.test))):
-                self.root = node
-            if self.root is not None:
-                found.add(id(node))
-            return True
-
-        def on_leave(self, node: cst.CSTNode) -> None:
-            if node is self.root:
-                self.root = None
-
-    module.visit(Guards())
-    return frozenset(found)
+def is_npu_guard(node: cst.CSTNode) -> bool:
+    """An if/elif chain or conditional expression whose test mentions the NPU: the root of code that
+    already handles both devices."""
+    if isinstance(node, cst.If):
+        return any(_mentions_npu(t) for t in _chain_tests(node))
+    return isinstance(node, cst.IfExp) and _mentions_npu(node.test)
 
 
 class Rule:
@@ -166,7 +148,10 @@ class PythonContext(FileContext):
         self._positions = None
         # Findings whose line is only known once positions are computed: (node, Finding-kwargs).
         self._pending: list[tuple[cst.CSTNode, dict]] = []
-        self._npu_guarded: Optional[frozenset[int]] = None
+        # Ids of the nodes inside an NPU guard, filled by the engine's walk as it meets them (a rule asks
+        # only about nodes already visited); only files that mention the NPU can have any.
+        self.npu_aware = "npu" in text
+        self.npu_guarded: set[int] = set()
         self.changed = False
 
     def resolve(self, node: cst.BaseExpression) -> Optional[str]:
@@ -182,9 +167,7 @@ class PythonContext(FileContext):
     def in_npu_branch(self, node: cst.CSTNode) -> bool:
         """True inside an `if`/`elif` chain or conditional expression that already tests for the NPU
         (`if is_npu_available: ... else: torch.cuda...`): such device-agnostic code is left as it is."""
-        if self._npu_guarded is None:
-            self._npu_guarded = npu_guarded_nodes(self.module) if "npu" in self.text else frozenset()
-        return id(node) in self._npu_guarded
+        return id(node) in self.npu_guarded
 
     def is_silenced(self, node: cst.CSTNode, rule: str) -> bool:
         if not self.ignores:

@@ -107,7 +107,7 @@ def test_the_engine_with_scouts_converts_like_the_engine_without(name):
 def test_cuda_in_prose_alone_is_not_parsed(name):
     data = TRICKY[name].encode()
     engine = Engine(Settings())
-    assert engine._patterns["python"].search(data), "the byte prefilter alone would parse it"
+    assert engine.triggered(data, "python")[0], "the byte prefilter alone would parse it"
     assert engine.needs_parse(data, "python") == []
 
 
@@ -117,3 +117,8 @@ def test_a_file_one_rule_wants_runs_that_rule_and_the_rules_that_follow_changes(
     assert "device-string" in chosen and "torch-npu-import" in chosen
     assert "vllm-device-arg" not in chosen and "unsupported-cuda-libs" not in chosen
 
+
+
+def test_quotes_inside_an_fstring_do_not_make_the_facts_unsure():
+    facts = scan(b"x = f\"{cfg['device']}\"\n")
+    assert not facts.unsure and "cfg" in facts.words

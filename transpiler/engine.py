@@ -37,25 +37,33 @@ def convert_text(data: bytes, path: str, rule_classes: Sequence[type[Rule]], opt
     return out, ctx.findings
 
 
-_ANYTHING = re.compile(b"")
-
 CONVERTERS = {"python": convert_python, "shell": convert_text, "yaml": convert_text}
 
 
-def trigger_pattern(rules: Sequence[type[Rule]], extra: Sequence[str] = ()) -> Optional[re.Pattern]:
-    """One alternation of every trigger of `rules` (plus `extra` literals), searched once over a file's bytes.
+class Triggers:
+    """The triggers of one language's rules, each distinct one searched once per file: a literal with
+    `in` (a fast substring search), a pattern with its regex. Much faster than one alternation, which
+    the regex engine tries at every position."""
 
-    None when some rule declares no trigger: it may act on any file, so every file is parsed.
-    """
-    triggers, patterns = {t.encode("utf-8") for t in extra}, set()
-    for rule in rules:
-        if not rule.TRIGGERS and not rule.TRIGGER_PATTERNS:
-            return None
-        triggers.update(t.encode("utf-8") for t in rule.TRIGGERS)
-        patterns.update(p.encode("utf-8") for p in rule.TRIGGER_PATTERNS)
-    # Longest first only keeps the alternation deterministic; any match answers the question.
-    alternatives = [re.escape(t) for t in sorted(triggers, key=lambda t: (-len(t), t))] + sorted(patterns)
-    return re.compile(b"|".join(alternatives))
+    def __init__(self, rules: Sequence[type[Rule]], extra: Sequence[str] = ()):
+        checks: dict[object, int] = {}
+
+        def index(trigger) -> int:
+            return checks.setdefault(trigger, len(checks))
+
+        self._of_rule: dict[type[Rule], Optional[tuple[int, ...]]] = {}
+        for rule in rules:
+            own = [index(t.encode("utf-8")) for t in rule.TRIGGERS]
+            own += [index(re.compile(p.encode("utf-8"))) for p in rule.TRIGGER_PATTERNS]
+            self._of_rule[rule] = tuple(own) if own else None  # None: no trigger, acts on any file
+        self._extra = tuple(index(t.encode("utf-8")) for t in extra)
+        self._checks = list(checks)
+
+    def search(self, data: bytes) -> tuple[list[type[Rule]], bool]:
+        """(the rules whose own triggers occur in `data`, whether an `extra` literal does)."""
+        found = [c in data if isinstance(c, bytes) else c.search(data) is not None for c in self._checks]
+        hit = [r for r, own in self._of_rule.items() if own is None or any(found[i] for i in own)]
+        return hit, any(found[i] for i in self._extra)
 
 
 def _user_table_names(options: RunOptions) -> tuple[str, ...]:
@@ -81,10 +89,7 @@ class Engine:
         for rule in self.rules:
             self.by_language.setdefault(rule.LANGUAGE, []).append(rule)
         self._user_names = _user_table_names(self.options)
-        self._patterns = {lang: trigger_pattern(rules, self._user_names) for lang, rules in self.by_language.items()}
-        # A rule whose own triggers are absent does nothing (tests/test_property_prefilter.py), whichever
-        # other rule's trigger let the file through.
-        self._own_triggers = {r: trigger_pattern([r]) or _ANYTHING for r in self.by_language.get("python", ())}
+        self._triggers = {lang: Triggers(rules, self._user_names) for lang, rules in self.by_language.items()}
 
     def needs_parse(self, data: bytes, language: str) -> list[type[Rule]]:
         """The prefilter, in two stages. First the triggers: all rules of the language if any of their
@@ -97,16 +102,24 @@ class Engine:
             return []
         if not self.prefilter:
             return rules
-        pattern = self._patterns[language]
-        if pattern is not None and not pattern.search(data):
+        hit, user_name = self.triggered(data, language)
+        if not hit and not user_name:
             return []
-        if language != "python" or self._user_names:
+        if language != "python" or user_name or self._user_names:
             return rules  # user tables may name anything: their rules have no scouts of their own
+        # A rule whose own triggers are absent does nothing (tests/test_property_prefilter.py), whichever
+        # other rule's trigger let the file through.
         facts = scan(data)
-        wanted = [r for r in rules if self._own_triggers[r].search(data) and r.scout(facts, self.options)]
+        wanted = [r for r in hit if r.scout(facts, self.options)]
         if not wanted:
             return []
         return [r for r in rules if r in wanted or r.FOLLOWS_CHANGES]
+
+    def triggered(self, data: bytes, language: str) -> tuple[list[type[Rule]], bool]:
+        """The prefilter's first stage: (the rules whose own triggers occur in `data`, whether a name
+        from the user's `--rules` tables does)."""
+        triggers = self._triggers.get(language)
+        return triggers.search(data) if triggers is not None else ([], False)
 
     def rules_named(self, ids: Sequence[str]) -> list[type[Rule]]:
         """The selected rules with these ids, in selection order (a worker told what the driver chose)."""

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 from collections import defaultdict
-from typing import Callable, Sequence
+from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
-from codemods._base import PythonContext, PythonRule, RunOptions
+from codemods._base import PythonContext, PythonRule, RunOptions, is_npu_guard
 from transpiler.report import Finding
 
 
@@ -30,16 +30,25 @@ class _Dispatcher(cst.CSTTransformer):
                 elif attr.startswith("leave_"):
                     self._leaves[attr[6:]].append(getattr(rule, attr))
 
+        self._guard: Optional[cst.CSTNode] = None  # the outermost NPU guard being walked through
+
     def on_visit(self, node: cst.CSTNode) -> bool:
         kind = type(node)
         if kind in _SCOPE_TYPES:
             self._ctx.imports.enter(node)
+        if self._ctx.npu_aware:
+            if self._guard is None and kind in _GUARD_TYPES and is_npu_guard(node):
+                self._guard = node
+            if self._guard is not None:
+                self._ctx.npu_guarded.add(id(node))
         for fn in self._visits.get(kind.__name__, ()):
             fn(node)
         return True
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
         kind = type(original)
+        if original is self._guard:
+            self._guard = None
         for fn in self._leaves.get(kind.__name__, ()):
             updated = fn(original, updated)
             if type(updated) is not kind:
@@ -60,6 +69,7 @@ class _Dispatcher(cst.CSTTransformer):
 # The nodes ImportTable.enter/leave act on (it opens a scope for a module, def or class); calling it
 # for these alone spares an isinstance test through ABCMeta on every other node.
 _SCOPE_TYPES = frozenset({cst.Module, cst.FunctionDef, cst.ClassDef})
+_GUARD_TYPES = frozenset({cst.If, cst.IfExp})
 
 
 def parse(data: bytes, path: str) -> cst.Module:

@@ -13,23 +13,25 @@ as in a file with an unterminated string) makes `SourceFacts.unsure` true, which
 
 from __future__ import annotations
 
-import ast
 import re
 from dataclasses import dataclass
 from typing import Callable, Optional
 
-# A comment, or the opening quote of a string literal with its prefix. Valid code never has a letter
-# right before a quote except a prefix or a keyword (`if"x"`), so over-reading a keyword's last letters
-# as a prefix only makes a plain string count as an f-string (code too): still an over-approximation.
-_OPENING = re.compile(rb"#[^\r\n]*|(?P<prefix>[rRbBuUfF]{0,2})(?P<quote>'''|\"\"\"|'|\")")
-# The rest of a literal after its opening quote. A backslash escapes the next character in raw strings
-# too (as far as where the literal ends is concerned), and a single-quoted literal ends at a newline.
-_REST = {
-    b"'''": re.compile(rb"(?:[^'\\]|\\.|'(?!''))*'''", re.S),
-    b'"""': re.compile(rb'(?:[^"\\]|\\.|"(?!""))*"""', re.S),
-    b"'": re.compile(rb"(?:[^'\\\r\n]|\\.)*'", re.S),
-    b'"': re.compile(rb'(?:[^"\\\r\n]|\\.)*"', re.S),
-}
+# A comment or a whole string literal (unrolled loops: a run of ordinary characters at a time). The
+# pattern starts at `#` or a quote, which lets the regex engine skip ahead; the prefix (`rb`, `f`...) is
+# read from the letters before the quote. Valid code never has a letter right before a quote except a
+# prefix or a keyword (`if"x"`), so taking a keyword's last letters for a prefix only makes a plain
+# string count as an f-string (code too): still an over-approximation. A backslash escapes the next
+# character in raw strings too, as far as where the literal ends is concerned; a single-quoted literal
+# ends at a newline. A quote that starts no complete literal stays in the code: the facts are unsure.
+_LEXEME = re.compile(rb"""
+    \#[^\r\n]*
+  | '''(?P<t1>[^'\\]*(?:(?:\\.|'(?!''))[^'\\]*)*)'''
+  | \"\"\"(?P<t2>[^"\\]*(?:(?:\\.|"(?!""))[^"\\]*)*)\"\"\"
+  | '(?P<s1>[^'\\\r\n]*(?:\\.[^'\\\r\n]*)*)'
+  | "(?P<s2>[^"\\\r\n]*(?:\\.[^"\\\r\n]*)*)"
+    """, re.S | re.X)
+_PREFIX_LETTERS = frozenset(b"rRbBuUfF")
 _WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
 
 
@@ -61,51 +63,50 @@ class SourceFacts:
         return self.unsure or pattern.search(self.source) is not None
 
 
-def _evaluated(prefix: bytes, quote: bytes, body: bytes) -> Optional[str]:
+def _evaluated(body: bytes) -> Optional[str]:
+    """The text of a non-raw literal with escapes. Exact for ASCII, which is all the rules look for."""
     try:
-        value = ast.literal_eval((prefix + quote + body + quote).decode("latin-1"))
-    except (SyntaxError, ValueError, MemoryError, RecursionError):
+        return body.decode("unicode_escape")
+    except UnicodeDecodeError:
         return None
-    if isinstance(value, bytes):
-        return value.decode("latin-1")
-    return value if isinstance(value, str) else None
 
 
 def scan(data: bytes) -> SourceFacts:
-    code: list[bytes] = []
+    code: list[bytes] = []  # what lies outside comments and literals
+    fstring_code: list[bytes] = []
     strings: list[str] = []
     pos, unsure = 0, False
-    while True:
-        m = _OPENING.search(data, pos)
-        if m is None:
-            code.append(data[pos:])
-            break
+    for m in _LEXEME.finditer(data):
         code.append(data[pos:m.start()])
-        quote = m.group("quote")
-        if quote is None:  # a comment
-            pos = m.end()
+        pos = m.end()
+        group = m.lastgroup
+        if group is None:  # a comment
             continue
-        rest = _REST[quote].match(data, m.end())
-        if rest is None:  # unterminated: not a file a rule could read
-            unsure = True
-            code.append(data[m.start():])
-            break
-        prefix = m.group("prefix").lower()
-        body = data[m.end():rest.end() - len(quote)]
+        body = m.group(group)
         text = body.decode("latin-1")
         strings.append(text)
+        start = m.start()
+        prefix = data[max(start - 2, 0):start].lower()
+        if not (prefix and prefix[-1] in _PREFIX_LETTERS):
+            prefix = b""
+        elif prefix[0] not in _PREFIX_LETTERS:
+            prefix = prefix[1:]
         if b"f" in prefix:
-            code.append(body)
+            fstring_code.append(body)
             head = text.split("{", 1)[0]
             if head != text:
                 strings.append(head)
         elif b"\\" in body and b"r" not in prefix:
-            value = _evaluated(prefix, quote, body)
+            value = _evaluated(body)
             if value is None:
                 unsure = True
             elif value != text:
                 strings.append(value)
         code.append(b" ")
-        pos = rest.end()
-    words = frozenset(w.decode("ascii") for w in set(_WORD.findall(b"".join(code))))
+    code.append(data[pos:])
+    joined = b"".join(code)
+    if b"'" in joined or b'"' in joined:
+        unsure = True
+    joined += b" ".join(fstring_code)
+    words = frozenset(w.decode("ascii") for w in set(_WORD.findall(joined)))
     return SourceFacts(data.decode("latin-1"), words, tuple(strings), unsure)
