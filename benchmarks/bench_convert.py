@@ -6,8 +6,8 @@ For each tree, in one run:
   floor  read every file, then LibCST parse + a no-op transform + emit of only the files that
          convert changes, over a process pool of the same size, largest first
   floor+ the same over the files convert changes or reports findings in (it must parse those too)
-  cold   `convert TREE --out TMP` with an empty cache
-  warm   the same again with the cache the cold run filled
+  cold   `convert TREE --out TMP` with an empty cache, into an empty TMP
+  warm   the same again (a re-run: the cache the cold run filled, the same TMP, --force)
   nocache  the same with --no-cache (the prefilter still skips files)
 and prints files, lines, seconds and the ratios cold/floor and warm/cold. Timings are the best of
 `--rounds` runs. Wall time on a shared machine measures the neighbours as much as the code, so the
@@ -78,13 +78,12 @@ def cpu_seconds(tree: Path, changed: list[Path]) -> tuple[float, float]:
     return floor_cpu, time.process_time() - started
 
 
-def convert(tree: Path, jobs: int, cache: Path | None, report: Path) -> float:
-    with tempfile.TemporaryDirectory(prefix="npu-port-bench-out-") as out:
-        args = ["convert", str(tree), "--out", out, "--force", "-j", str(jobs), "--quiet", "--report", str(report)]
-        args += ["--cache-dir", str(cache)] if cache else ["--no-cache"]
-        started = time.perf_counter()
-        result = CliRunner().invoke(cli, args, catch_exceptions=False)
-        seconds = time.perf_counter() - started
+def convert(tree: Path, jobs: int, cache: Path | None, report: Path, out: Path) -> float:
+    args = ["convert", str(tree), "--out", str(out), "--force", "-j", str(jobs), "--quiet", "--report", str(report)]
+    args += ["--cache-dir", str(cache)] if cache else ["--no-cache"]
+    started = time.perf_counter()
+    result = CliRunner().invoke(cli, args, catch_exceptions=False)
+    seconds = time.perf_counter() - started
     if result.exit_code not in (0, 1):
         raise SystemExit(f"convert failed ({result.exit_code}): {result.output}")
     return seconds
@@ -99,10 +98,12 @@ def measure(tree: Path, jobs: int, rounds: int) -> dict:
         report = work / "report.json"
         cold, warm, nocache = [], [], []
         for r in range(rounds):
-            cache = work / f"cache{r}"
-            cold.append(convert(tree, jobs, cache, report))
-            warm.append(convert(tree, jobs, cache, report))
-            nocache.append(convert(tree, jobs, None, report))
+            cache, out = work / f"cache{r}", work / f"out{r}"
+            cold.append(convert(tree, jobs, cache, report, out))
+            warm.append(convert(tree, jobs, cache, report, out))  # a re-run: same cache, same --out
+            nocache.append(convert(tree, jobs, None, report, work / f"out-nocache{r}"))
+            shutil.rmtree(out)
+            shutil.rmtree(work / f"out-nocache{r}")
         doc = json.loads(report.read_text())
         changed = sorted({Path(f["file"]) for f in doc["findings"] if f["kind"] == "change"})
         touched = sorted({Path(f["file"]) for f in doc["findings"]})

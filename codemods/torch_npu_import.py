@@ -187,6 +187,9 @@ class TorchNpuImport(PythonRule):
                 super().__init__()
                 self.rule = rule
 
+            def on_visit(self, node: cst.CSTNode) -> bool:
+                return not isinstance(node, _HOLDS_NO_DEF) and super().on_visit(node)
+
             def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
                 # A function importing torch gets the import; functions nested in it share it.
                 return not (isinstance(node.body, cst.IndentedBlock) and _Scope(node.body.body).has_torch)
@@ -212,10 +215,17 @@ class TorchNpuImport(PythonRule):
             self.ctx.note(anchor, self.ID, "added `import torch_npu`", kind="change")
 
 
+# Nodes no `def` statement can be inside: the function walks below skip them (most of a tree).
+_HOLDS_NO_DEF = (cst.SimpleStatementLine, cst.BaseExpression)
+
+
 def _functions_with_torch(module: cst.Module) -> list[cst.FunctionDef]:
     found: list[cst.FunctionDef] = []
 
     class Collect(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            return not isinstance(node, _HOLDS_NO_DEF) and super().on_visit(node)
+
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             if isinstance(node.body, cst.IndentedBlock) and _Scope(node.body.body).has_torch:
                 found.append(node)

@@ -60,3 +60,12 @@ def test_libcst_tool_command_line(tmp_path):
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert path.read_text(encoding="utf-8") == GPU.replace("torch.cuda.synchronize", "torch.npu.synchronize")
+
+
+def test_the_registry_may_skip_this_module_because_it_defines_no_rule():
+    import codemods.libcst_command as module
+    from codemods._base import Rule
+    from transpiler.registry import NOT_RULE_MODULES
+
+    assert "libcst_command" in NOT_RULE_MODULES
+    assert not [o for o in vars(module).values() if isinstance(o, type) and issubclass(o, Rule)]

@@ -103,3 +103,12 @@ def test_rules_lists_every_rule():
     out = run("rules", "--json").output
     ids = {r["id"] for r in json.loads(out)}
     assert {"torch-cuda-api", "device-string", "nccl-backend", "torch-npu-import"} <= ids
+
+
+def test_every_command_is_found_under_its_own_name():
+    import click
+
+    from transpiler.cli import COMMANDS, cli
+
+    ctx = click.Context(cli)
+    assert [cli.get_command(ctx, name).name for name in COMMANDS] == list(COMMANDS)

@@ -49,6 +49,26 @@ def test_out_must_be_empty_unless_forced(tmp_path):
     assert ".npu()" in (out / "tool.py").read_text()
 
 
+def test_a_rerun_into_the_same_out_rewrites_only_what_differs(tmp_path):
+    src = _small_tree(tmp_path)
+    out = tmp_path / "out"
+    assert convert(str(src), "--out", str(out), "--no-cache").exit_code == 0
+    inodes = {p.name: p.stat().st_ino for p in out.rglob("*.py")}
+    (src / "pkg" / "util.py").write_text(PLAIN_MODULE.format(i=2))  # the source changed
+    (out / "tool.py").write_text("edited by hand\n")  # the output was edited
+    assert convert(str(src), "--out", str(out), "--no-cache", "--force").exit_code == 0
+    again = {p.name: p.stat().st_ino for p in out.rglob("*.py")}
+    assert again["model.py"] == inodes["model.py"]  # converted, and already the same bytes: not rewritten
+    assert again["util.py"] != inodes["util.py"] and (out / "pkg" / "util.py").read_text() == PLAIN_MODULE.format(i=2)
+    assert ".npu()" in (out / "tool.py").read_text()
+    assert tree_digest(out) == tree_digest(_converted_afresh(src, tmp_path / "fresh"))
+
+
+def _converted_afresh(src: Path, out: Path) -> Path:
+    assert convert(str(src), "--out", str(out), "--no-cache").exit_code == 0
+    return out
+
+
 def test_out_may_not_be_the_input(tmp_path):
     src = _small_tree(tmp_path)
     before = tree_digest(src)

@@ -2,35 +2,42 @@
 
 from __future__ import annotations
 
+import importlib
+
 import click
 
 from transpiler import __version__
-from transpiler.commands.check import check
-from transpiler.commands.config import config_command
-from transpiler.commands.convert import convert
-from transpiler.commands.explain import explain
-from transpiler.commands.generate import generate
-from transpiler.commands.pipeline import pipeline
-from transpiler.commands.rules import rules
-from transpiler.commands.standalone import standalone
-from transpiler.commands.weave import weave_command
+
+# Command name -> (module, attribute). A command's module is imported only when that command runs:
+# `npu-port convert` need not pay for the skeleton, standalone and documentation machinery.
+COMMANDS = {
+    "convert": ("transpiler.commands.convert", "convert"),
+    "generate": ("transpiler.commands.generate", "generate"),
+    "rules": ("transpiler.commands.rules", "rules"),
+    "standalone": ("transpiler.commands.standalone", "standalone"),
+    "weave": ("transpiler.commands.weave", "weave_command"),
+    "pipeline": ("transpiler.commands.pipeline", "pipeline"),
+    "check": ("transpiler.commands.check", "check"),
+    "explain": ("transpiler.commands.explain", "explain"),
+    "config": ("transpiler.commands.config", "config_command"),
+}
 
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+class _LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(COMMANDS)
+
+    def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
+        if name not in COMMANDS:
+            return None
+        module, attribute = COMMANDS[name]
+        return getattr(importlib.import_module(module), attribute)
+
+
+@click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.version_option(__version__, prog_name="npu-port")
 def cli() -> None:
     """Port CUDA code (PyTorch, VERL, vLLM, MindSpeed-RL, Ray) to Huawei Ascend NPUs as reviewable changes."""
-
-
-cli.add_command(convert)
-cli.add_command(generate)
-cli.add_command(rules)
-cli.add_command(standalone)
-cli.add_command(weave_command)
-cli.add_command(pipeline)
-cli.add_command(check)
-cli.add_command(explain)
-cli.add_command(config_command)
 
 
 def main() -> None:

@@ -211,6 +211,30 @@ def atomic_copy(src: Path, dest: Path) -> None:
         raise
 
 
+def is_copy_of(src: Path, dest: Path) -> bool:
+    """Whether `dest` is already what atomic_copy would make of `src` (a re-run into the same --out):
+    a regular file of the same size, mode and modification time to the nanosecond, the check rsync
+    trusts by default. Anything else is copied again."""
+    try:
+        a, b = os.lstat(src), os.lstat(dest)
+    except OSError:
+        return False
+    return (stat.S_ISREG(b.st_mode) and a.st_size == b.st_size and a.st_mtime_ns == b.st_mtime_ns
+            and stat.S_IMODE(a.st_mode) == stat.S_IMODE(b.st_mode))
+
+
+def holds(dest: Path, data: bytes, mode: int) -> bool:
+    """Whether `dest` is a regular file with exactly these bytes and mode (nothing to write)."""
+    try:
+        st = os.lstat(dest)
+        if not stat.S_ISREG(st.st_mode) or st.st_size != len(data) or stat.S_IMODE(st.st_mode) != mode:
+            return False
+        with open(dest, "rb") as fh:
+            return fh.read() == data
+    except OSError:
+        return False
+
+
 def copy_link(src: Path, dest: Path) -> None:
     """Recreate the link itself (its target text unchanged), never what it points to."""
     dest.parent.mkdir(parents=True, exist_ok=True)

@@ -15,11 +15,16 @@ class UnknownRuleError(ValueError):
     pass
 
 
+# Modules of the package that define no rule. The LibCST codemod entry point imports libcst.codemod,
+# which costs every run (and every worker) half a second.
+NOT_RULE_MODULES = frozenset({"libcst_command"})
+
+
 @lru_cache(maxsize=None)
 def all_rules() -> dict[str, type[Rule]]:
     found: dict[str, type[Rule]] = {}
     for info in pkgutil.iter_modules(codemods.__path__):
-        if info.name.startswith("_"):
+        if info.name.startswith("_") or info.name in NOT_RULE_MODULES:
             continue
         module = importlib.import_module(f"codemods.{info.name}")
         for obj in vars(module).values():

@@ -21,7 +21,8 @@ from transpiler.commands._options import rule_options, runtime_env_option
 from transpiler.commands.config import config_file_options, resolve_config, rules_file_option
 from transpiler.config import discover_files, run_configured
 from transpiler.engine import Converted, Engine
-from transpiler.files import ReadError, atomic_copy, atomic_write, copy_link, is_within, read_source
+from transpiler.files import (ReadError, atomic_copy, atomic_write, copy_link, holds, is_copy_of, is_within,
+                              read_source)
 from transpiler.formats import summary_path_ok, write_summary
 from transpiler.progress import reporter_for
 from transpiler.render import print_findings, print_summary, stderr_console, unified_diff
@@ -233,9 +234,12 @@ class _Writer:
         if src.path.is_symlink():
             copy_link(src.path, dest)  # the link itself, wherever it points
         elif result.output is not None:
-            atomic_write(dest, result.output, src.path.stat().st_mode & 0o7777, durable=False)
+            mode = src.path.stat().st_mode & 0o7777
+            if not holds(dest, result.output, mode):
+                atomic_write(dest, result.output, mode, durable=False)
         elif src.path.is_file():  # unchanged, skipped, non-source and failed files, byte for byte
-            atomic_copy(src.path, dest)
+            if not is_copy_of(src.path, dest):  # a re-run into the same --out copies only what changed
+                atomic_copy(src.path, dest)
 
     def _guard(self, dest: Path) -> None:
         """A link already inside --out (say, left by an earlier run) must not lead a write outside it."""
