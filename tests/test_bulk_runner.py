@@ -84,6 +84,26 @@ def test_other_settings_or_rules_miss_the_cache(tmp_path):
     assert fingerprint(SETTINGS, rules[:-1]) != base
 
 
+def test_a_run_keeps_only_the_most_recently_used_fingerprint_folders(tmp_path):
+    import os
+
+    from transpiler.cache import KEEP_FINGERPRINTS
+
+    src = _tree(tmp_path)
+    cache_root = tmp_path / "cache"
+    old = [cache_root / f"{i:032x}" for i in range(KEEP_FINGERPRINTS + 2)]
+    for age, folder in enumerate(old):
+        folder.mkdir(parents=True)
+        os.utime(folder, (1_000_000 + age, 1_000_000 + age))  # old[-1] the most recent
+    mine = cache_root / "notes"  # not a fingerprint: never touched
+    mine.mkdir()
+    rules = Engine(SETTINGS).rules
+    run(list(discover([src])), SETTINGS, lambda s, c, o: None, rules, RunConfig(cache=Cache(cache_root)))
+    kept = sorted(p.name for p in cache_root.iterdir() if p.is_dir())
+    used = fingerprint(SETTINGS, rules)
+    assert kept == sorted([used, "notes", *(f.name for f in old[-(KEEP_FINGERPRINTS - 1):])])
+
+
 def test_largest_files_go_first_and_results_come_back_in_input_order(tmp_path, monkeypatch):
     src = _tree(tmp_path)
     files = list(discover([src]))

@@ -13,6 +13,8 @@ import dataclasses
 import hashlib
 import json
 import os
+import re
+import shutil
 import sys
 from functools import lru_cache
 from pathlib import Path
@@ -26,6 +28,10 @@ from transpiler.settings import Settings
 
 CACHE_DIR_NAME = ".npu-port-cache"
 _FORMAT = 1
+# How many fingerprint folders (versions of the code, rules and settings) a cache keeps: after each run
+# the ones used least recently go, so a cache does not grow with every upgrade or settings change.
+KEEP_FINGERPRINTS = 4
+_FINGERPRINT_NAME = re.compile(r"[0-9a-f]{32}")
 # Run mechanics that never change what a file converts to.
 _IRRELEVANT_SETTINGS = frozenset({"jobs"})
 
@@ -130,6 +136,21 @@ class Cache:
             atomic_write(self._entry(fingerprint, rel, language, digest), data, 0o644, durable=False)
         except OSError:
             pass  # a cache that cannot be written only costs speed
+
+    def prune(self, in_use: Sequence[str]) -> None:
+        """Mark the fingerprint folders this run used as recent and remove all but the KEEP_FINGERPRINTS
+        most recent. Only folders named like a fingerprint are ever touched."""
+        try:
+            for name in in_use:
+                if (self.root / name).is_dir():
+                    os.utime(self.root / name)
+            folders = [p for p in self.root.iterdir()
+                       if _FINGERPRINT_NAME.fullmatch(p.name) and p.is_dir() and not p.is_symlink()]
+            folders.sort(key=lambda p: (p.name in in_use, p.stat().st_mtime), reverse=True)
+        except OSError:
+            return
+        for old in folders[KEEP_FINGERPRINTS:]:
+            shutil.rmtree(old, ignore_errors=True)
 
     def _prepare(self) -> None:
         self._made = True

@@ -151,6 +151,8 @@ def run(files: Sequence[SourceFile], settings: Settings, on_result: OnResult,
         if executor is not None:
             executor.close()
         reporter.stop()
+    if config.cache is not None:
+        config.cache.prune([g.fingerprint for g in groups if g.fingerprint is not None])
     return RunResult(delivery.outcomes(), config.cache.hits if config.cache else 0, interrupted,
                      time.perf_counter() - started)
 
