@@ -50,7 +50,8 @@ class VllmSpawnEnv(PythonRule):
         In a file that imports vllm (anywhere), adds once, after the module's imports:
             os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
         using the file's own name for `os` (or `environ` from `from os import environ`), and adds
-        `import os` when the file has none. A file that already names the variable is left alone.
+        `import os` when the file has none. A file that already names the variable is left alone; one
+        that uses a name `os` no import binds is reported instead.
 
     Why:
         The vllm-ascend offline examples set it: the NPU runtime cannot be used from a forked child once
@@ -74,6 +75,10 @@ class VllmSpawnEnv(PythonRule):
     def __init__(self, ctx: PythonContext):
         super().__init__(ctx)
         self._imports_vllm = False
+        self._uses_name_os = False
+
+    def visit_Name(self, node: cst.Name) -> None:
+        self._uses_name_os |= node.value == "os"
 
     def visit_Import(self, node: cst.Import) -> None:
         self._imports_vllm |= any(self.ctx.module.code_for_node(a.name).split(".")[0] == "vllm" for a in node.names)
@@ -90,6 +95,12 @@ class VllmSpawnEnv(PythonRule):
         os_name = next((local for local, b in bound.items() if b.target == "os"), None)
         statements = []
         if environ is None and os_name is None:
+            if self._uses_name_os:
+                # The file uses an `os` no import binds: an `import os` added here would change what
+                # that name means (and what the other rules make of it on the next run).
+                self.report(original, f"`os` is used without `import os`: set {VARIABLE}={VALUE} by hand",
+                            hint=f'import os, then os.environ.setdefault("{VARIABLE}", "{VALUE}")')
+                return updated
             os_name = "os"
             statements.append(cst.parse_statement("import os\n"))
         mapping = environ or f"{os_name}.environ"

@@ -95,6 +95,13 @@ CUDA_SNIPPETS = [
     "x = torch.zeros(2).cuda()", "torch.cuda.synchronize()", "if t.is_cuda: pass",
     "d = torch.device('cuda:0')", "T.cuda.empty_cache()", "tc.current_device()", "m = net.cuda(0)",
     "torch.cuda.manual_seed_all(1)", "s = torch.cuda.Stream()", "def f(cuda): return cuda",
+    # Look-alikes in prose next to the real thing, for the scouts: only the real ones may change.
+    "# torch.cuda.synchronize() and backend='nccl' in a comment", "print('moving to cuda with nccl')",
+    '"""A docstring on torch.cuda, nccl and CUDA_VISIBLE_DEVICES."""', "x = x.to(f'cuda:{i}')",
+    "import torch.distributed as dist", "dist.init_process_group(backend='nccl')", "s = 'cu' 'da'",
+    "import os", "os.environ['CUDA_VISIBLE_DEVICES'] = '0'", "d = torch.device('cu\\x64a:0')",
+    "from vllm import LLM", "llm = LLM(model='m', device='cuda')", "import triton",
+    "import subprocess", "subprocess.run(['nvidia-smi'])", "if 'npu' in name: x = torch.cuda.Stream()",
 ]
 
 
@@ -110,6 +117,7 @@ def programs():
     return st.tuples(snippets, hypothesmith.from_grammar(), snippets).map(_splice)
 
 
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")  # random programs call literals: `"a"()`
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(programs())
 def test_random_programs_convert_cleanly_idempotently_and_exactly(source):
