@@ -8,6 +8,7 @@ import libcst as cst
 
 from codemods._base import PythonRule
 from transpiler.analysis.positions import PositionFinder, PositionPolicy, string_leaves
+from transpiler.cst_walk import transform
 from transpiler.mapping import load_table
 
 
@@ -66,7 +67,7 @@ class StringPositionRule(PythonRule):
                               kind="change")
             else:
                 todo.pop(i, None)
-        return updated.visit(_ReplaceStrings(todo))
+        return transform(updated, _ReplaceStrings(todo))
 
     def visit_Call(self, node: cst.Call) -> None:
         self._mark(self.finder.in_call(node))

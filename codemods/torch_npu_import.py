@@ -7,6 +7,7 @@ import libcst as cst
 
 from codemods._base import CUDA_WORD, PythonRule
 from transpiler.analysis.imports import dotted_name
+from transpiler.cst_walk import transform
 
 # Signs that a file already uses the NPU without importing torch_npu (e.g. ported by hand).
 _USES_NPU = re.compile(r"torch\.npu|from torch import npu|\.npu\(|\.is_npu\b")
@@ -208,7 +209,7 @@ class TorchNpuImport(PythonRule):
                     self.rule._note(_Scope(orig_fn.body.body).anchor or orig_fn)
                 return node.with_changes(body=node.body.with_changes(body=body))
 
-        return updated.visit(AddToFunctions(self))
+        return transform(updated, AddToFunctions(self))
 
     def _note(self, anchor: cst.CSTNode) -> None:
         if not self.ctx.is_silenced(anchor, self.ID):

@@ -8,6 +8,7 @@ from typing import Callable, Optional, Sequence
 import libcst as cst
 
 from codemods._base import PythonContext, PythonRule, RunOptions, is_npu_guard
+from transpiler.cst_walk import transform
 from transpiler.report import Finding
 
 
@@ -92,7 +93,7 @@ def convert_python(data: bytes, path: str, rule_classes: Sequence[type[PythonRul
     ctx = PythonContext(path, data.decode(module.encoding, errors="replace"), module, options)
     rules = [cls(ctx) for cls in rule_classes]
     try:
-        updated = module.visit(_Dispatcher(rules, ctx))
+        updated = transform(module, _Dispatcher(rules, ctx))
         for rule in rules:
             updated = rule.finalize(module, updated)
         ctx.resolve_pending()

@@ -1,0 +1,72 @@
+"""A LibCST transform walk that rebuilds only what changed.
+
+`CSTNode.visit` rebuilds (and revalidates) every node of the tree, changed or not: for the engine's
+walk, in which rules change a few nodes of a file, that was half the cost of a conversion. `transform`
+calls the same visitor hooks (`on_visit`, `on_leave`; not the per-field `on_visit_attribute`, which no
+rule uses) in the same order, children in source order as LibCST's `_visit_and_replace_children`
+visits them, and creates a new node only where a child changed;
+untouched subtrees are shared between the old tree and the new one (nodes are immutable). About four
+times faster than `CSTNode.visit` on real files.
+"""
+
+from __future__ import annotations
+
+import inspect
+import re
+from typing import Union
+
+import libcst as cst
+
+# The child fields of a node class, in the order its `_visit_and_replace_children` visits them: that
+# method passes each field through `visit_required/optional/sequence/...(self, "field", ...)`.
+_VISITED_FIELD = re.compile(r'visit_\w+\(\s*self,\s*"(\w+)"')
+_FIELDS: dict[type, tuple[str, ...]] = {}
+
+
+def _child_fields(kind: type) -> tuple[str, ...]:
+    fields = _FIELDS.get(kind)
+    if fields is None:
+        source = inspect.getsource(kind._visit_and_replace_children)
+        fields = _FIELDS[kind] = tuple(dict.fromkeys(_VISITED_FIELD.findall(source)))
+    return fields
+
+
+Result = Union[cst.CSTNode, cst.RemovalSentinel, cst.FlattenSentinel]
+
+
+def transform(node: cst.CSTNode, visitor: cst.CSTTransformer) -> Result:
+    """What `node.visit(visitor)` returns (equal trees), without copying unchanged subtrees."""
+    changes = None
+    if visitor.on_visit(node):
+        for name in _FIELDS.get(type(node)) or _child_fields(type(node)):
+            value = getattr(node, name)
+            if isinstance(value, cst.CSTNode):
+                new = transform(value, visitor)
+                if new is not value:
+                    changes = changes or {}
+                    changes[name] = new  # a sentinel here fails validation, as LibCST's visit_required does
+            elif type(value) is tuple or type(value) is list:
+                items = _transform_sequence(value, visitor)
+                if items is not None:
+                    changes = changes or {}
+                    changes[name] = items
+    updated = node.with_changes(**changes) if changes else node
+    return visitor.on_leave(node, updated)
+
+
+def _transform_sequence(items, visitor: cst.CSTTransformer):
+    """The new items (a removed item dropped, a flattened one spliced in), or None if none changed."""
+    out = None
+    for i, item in enumerate(items):
+        new = transform(item, visitor)
+        if new is item:
+            if out is not None:
+                out.append(item)
+            continue
+        if out is None:
+            out = list(items[:i])
+        if isinstance(new, cst.FlattenSentinel):
+            out.extend(new.nodes)
+        elif not isinstance(new, cst.RemovalSentinel):
+            out.append(new)
+    return tuple(out) if out is not None else None
