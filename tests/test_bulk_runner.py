@@ -3,6 +3,9 @@ in input order, and the cheap pre-checks tell bad files apart without parsing th
 
 from __future__ import annotations
 
+import os
+import time
+
 import pytest
 
 from bulk_support import CUDA_MODEL, PLAIN_MODULE
@@ -84,9 +87,55 @@ def test_other_settings_or_rules_miss_the_cache(tmp_path):
     assert fingerprint(SETTINGS, rules[:-1]) != base
 
 
-def test_a_run_keeps_only_the_most_recently_used_fingerprint_folders(tmp_path):
-    import os
+def _age(root, seconds=3600):
+    for p in root.rglob("*"):
+        os.utime(p, (time.time() - seconds, time.time() - seconds))
 
+
+def test_a_rerun_reads_only_the_files_whose_metadata_changed(tmp_path, monkeypatch):
+    import builtins
+
+    src = _tree(tmp_path)
+    _age(src)
+    files = list(discover([src]))
+    rules = Engine(SETTINGS).rules
+    cache_root = tmp_path / "cache"
+    cold = run(files, SETTINGS, lambda s, c, o: None, rules, RunConfig(cache=Cache(cache_root)))
+
+    changed = src / "p03.py"
+    changed.write_text(PLAIN_MODULE.format(i=3) + "x = torch.zeros(1).cuda()\n")
+    os.utime(changed, (time.time() - 1800, time.time() - 1800))
+    reads = []
+
+    def counting_open(path, *args, **kwargs):
+        reads.append(str(path))
+        return builtins.open(path, *args, **kwargs)
+
+    monkeypatch.setattr(runner, "open", counting_open, raising=False)
+    monkeypatch.setattr(runner, "ProcessExecutor", _Recording)
+    warm = run(files, SETTINGS, lambda s, c, o: None, rules, RunConfig(cache=Cache(cache_root)))
+    with_news = {o.path for o in cold.outcomes if o.findings or o.status == "converted"}
+    assert set(reads) == with_news | {str(changed)}  # the changed file, and the bytes behind reports
+    assert [o.status for o in warm.outcomes if o.path != str(changed)] == \
+        [o.status for o in cold.outcomes if o.path != str(changed)]
+    assert next(o for o in warm.outcomes if o.path == str(changed)).status == "converted"
+
+
+def test_a_file_modified_just_before_the_index_was_written_is_read_again(tmp_path, monkeypatch):
+    import builtins
+
+    src = _tree(tmp_path)  # just written: within the index's racy window
+    files = list(discover([src]))
+    rules = Engine(SETTINGS).rules
+    run(files, SETTINGS, lambda s, c, o: None, rules, RunConfig(cache=Cache(tmp_path / "cache")))
+    reads = []
+    monkeypatch.setattr(runner, "open", lambda p, *a, **k: reads.append(p) or builtins.open(p, *a, **k),
+                        raising=False)
+    run(files, SETTINGS, lambda s, c, o: None, rules, RunConfig(cache=Cache(tmp_path / "cache")))
+    assert len(reads) >= len(files)
+
+
+def test_a_run_keeps_only_the_most_recently_used_fingerprint_folders(tmp_path):
     from transpiler.cache import KEEP_FINGERPRINTS
 
     src = _tree(tmp_path)

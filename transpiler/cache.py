@@ -16,6 +16,7 @@ import os
 import re
 import shutil
 import sys
+import time
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Optional, Sequence
@@ -96,6 +97,55 @@ def fingerprint(settings: Settings, rules: Sequence[type[Rule]]) -> str:
     return hashlib.blake2b(json.dumps(doc, sort_keys=True, default=repr).encode(), digest_size=16).hexdigest()
 
 
+SKIPPED = "skipped"
+
+
+class StatIndex:
+    """What the last run learnt of each file, by its metadata alone: the prefilter skipped it, or the
+    digest of its content, whose result the cache holds. A re-run that finds a file with the same size,
+    modification time and inode need not read it at all (git's index does the same). An entry is trusted
+    only if the file was last modified well before the index was written, so that a change within the
+    same clock tick as the recorded one is never missed; an untrusted entry only costs a read."""
+
+    RACY_NS = 2_000_000_000
+    NAME = "stat-index.json"
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._old: dict[str, list] = {}
+        self._written_ns = 0
+        try:
+            doc = json.loads(path.read_bytes())
+            self._old, self._written_ns = doc["files"], int(doc["written_ns"])
+        except (OSError, ValueError, KeyError, TypeError):
+            pass
+        self._now: dict[str, list] = {}
+        self._racy = False  # an entry was too recent to trust: write the index anew, with a later time
+
+    def lookup(self, rel: str, st: os.stat_result) -> Optional[str]:
+        entry = self._old.get(rel)
+        if entry is None or entry[:3] != [st.st_size, st.st_mtime_ns, st.st_ino]:
+            return None
+        if st.st_mtime_ns + self.RACY_NS > self._written_ns:
+            self._racy = True
+            return None
+        self._now[rel] = entry
+        return entry[3]
+
+    def record(self, rel: str, st: os.stat_result, value: str) -> None:
+        self._now[rel] = [st.st_size, st.st_mtime_ns, st.st_ino, value]
+
+    def save(self) -> None:
+        """Keeps the files this run saw (a file gone from the tree drops out)."""
+        if self._now == self._old and not self._racy:
+            return
+        data = json.dumps({"written_ns": time.time_ns(), "files": self._now}).encode()
+        try:
+            atomic_write(self.path, data, 0o644, durable=False)
+        except OSError:
+            pass
+
+
 class Cache:
     """Entries live under `root/<fingerprint>/`; a run with other settings or code uses another folder."""
 
@@ -103,6 +153,19 @@ class Cache:
         self.root = root
         self.hits = 0
         self._made = False
+        self._indexes: dict[str, StatIndex] = {}
+
+    def index(self, fingerprint: str) -> StatIndex:
+        found = self._indexes.get(fingerprint)
+        if found is None:
+            found = self._indexes[fingerprint] = StatIndex(self.root / fingerprint / StatIndex.NAME)
+        return found
+
+    def save_indexes(self) -> None:
+        if self._indexes and not self._made:
+            self._prepare()
+        for index in self._indexes.values():
+            index.save()
 
     def _entry(self, fingerprint: str, rel: str, language: str, digest: str) -> Path:
         key = hashlib.blake2b(f"{rel}\0{language}\0{digest}".encode(), digest_size=20).hexdigest()

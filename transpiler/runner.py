@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Iterator, Optional, Sequence
 
 from codemods._base import Rule
-from transpiler.cache import Cache, fingerprint
+from transpiler.cache import SKIPPED, Cache, fingerprint
 from transpiler.engine import CONVERTERS, Converted, Engine
 from transpiler.executors import DEFAULT_TIMEOUT, Executor, InlineExecutor, ProcessExecutor, default_jobs
 from transpiler.files import language_of, needs_head, read_head, walk
@@ -123,19 +123,21 @@ def run(files: Sequence[SourceFile], settings: Settings, on_result: OnResult,
             src = files[res.index]
             group = groups[group_ids[res.index]]
             if config.cache is not None and res.digest is not None and group.fingerprint is not None:
-                config.cache.put(group.fingerprint, src.rel.as_posix(), res.outcome.language, res.digest,
-                                 res.outcome, res.output)
+                rel = src.rel.as_posix()
+                config.cache.put(group.fingerprint, rel, res.outcome.language, res.digest, res.outcome, res.output)
+                config.cache.index(group.fingerprint).record(rel, stats.pop(res.index), res.digest)
             original = None
             if res.output is not None or res.outcome.findings:
                 original = _reread(src)
             finish(res.index, Converted(res.outcome, res.output), original)
 
+    stats: dict[int, os.stat_result] = {}  # of the files given to workers, for the cache's stat index
     reporter.start(len(files))
     try:
         for index in sorted(range(len(files)), key=lambda i: (-_size(files[i].path), i)):
             src = files[index]
             group = groups[group_ids[index]]
-            triaged = _triage(index, src, group, config.cache, ship=config.executor == "ray")
+            triaged = _triage(index, src, group, config.cache, stats, ship=config.executor == "ray")
             if isinstance(triaged, Task):
                 if executor is None:
                     executor = _make_executor(config, jobs, settings.jobs)
@@ -152,6 +154,7 @@ def run(files: Sequence[SourceFile], settings: Settings, on_result: OnResult,
             executor.close()
         reporter.stop()
     if config.cache is not None:
+        config.cache.save_indexes()
         config.cache.prune([g.fingerprint for g in groups if g.fingerprint is not None])
     return RunResult(delivery.outcomes(), config.cache.hits if config.cache else 0, interrupted,
                      time.perf_counter() - started)
@@ -175,10 +178,10 @@ def _reread(src: SourceFile) -> Optional[bytes]:
         return None
 
 
-def _triage(index: int, src: SourceFile, group: _Group, cache: Optional[Cache],
+def _triage(index: int, src: SourceFile, group: _Group, cache: Optional[Cache], stats: dict[int, os.stat_result],
             ship: bool) -> Task | tuple[Converted, Optional[bytes]]:
     """Settle a file without parsing it where possible (the outcome, and the bytes when it has
-    changes or findings); else the Task a worker must do."""
+    changes or findings); else the Task a worker must do (its stat goes into `stats`)."""
     engine, settings = group.engine, group.settings
 
     def done(status: str, language: str, error: str = "") -> tuple[Converted, Optional[bytes]]:
@@ -197,6 +200,20 @@ def _triage(index: int, src: SourceFile, group: _Group, cache: Optional[Cache],
         return done("copied", language)
     if not engine.by_language.get(language):
         return done("skipped", language)  # no selected rule reads this language: copied as is
+    rel = src.rel.as_posix()
+    seen = cache.index(group.fingerprint) if cache is not None and group.fingerprint is not None else None
+    known = seen.lookup(rel, st) if seen is not None else None
+    if known == SKIPPED:
+        return done("skipped", language)
+    if known is not None:  # the same file as last time: its result, without reading it
+        hit = cache.get(group.fingerprint, rel, language, known, src.display)
+        if hit is not None:
+            outcome, output = hit
+            if output is None and not outcome.findings:
+                return Converted(outcome, output), None
+            original = _reread(src)
+            if original is not None:
+                return Converted(outcome, output), original
     if st.st_size > settings.max_bytes:
         return done("failed", language, f"too large ({st.st_size} bytes > limit {settings.max_bytes}; "
                                         f"see --max-bytes); copied unconverted")
@@ -212,12 +229,17 @@ def _triage(index: int, src: SourceFile, group: _Group, cache: Optional[Cache],
         return done("failed", language, error + "; copied unconverted")
     chosen = engine.needs_parse(data, language)
     if not chosen:
+        if seen is not None:
+            seen.record(rel, st, SKIPPED)
         return done("skipped", language)
     if cache is not None and group.fingerprint is not None:
-        hit = cache.get(group.fingerprint, src.rel.as_posix(), language, digest_of(data), src.display)
+        digest = digest_of(data)
+        hit = cache.get(group.fingerprint, rel, language, digest, src.display)
         if hit is not None:
+            seen.record(rel, st, digest)
             outcome, output = hit
             return Converted(outcome, output), data if output is not None or outcome.findings else None
+    stats[index] = st
     return Task(index, str(src.path), src.display, language, data if ship else None,
                 rules=tuple(r.ID for r in chosen))
 
