@@ -51,7 +51,7 @@ def _mp_context():
     # replace after a crash) and never inherit the parent's threads (rich's refresh thread).
     if "forkserver" in methods:
         ctx = mp.get_context("forkserver")
-        ctx.set_forkserver_preload(["transpiler.worker"])
+        ctx.set_forkserver_preload(["transpiler.worker", "transpiler.worker_warmup"])
         return ctx
     return mp.get_context("spawn")
 
