@@ -40,6 +40,7 @@ TRICKY = {
     "ext.py": 'import fused_adam_cuda\n',
     "dynamic.py": 'import importlib\nm = importlib.import_module("flash_attn")\n',
     "unterminated.py": 'import torch\nx = "cuda\ntorch.cuda.synchronize()\n',
+    "nested_fstring.py": 'import torch\nprint(f"{torch.device("cuda")}")\n',  # Python 3.12 syntax
 }
 CASES = [(n, d) for n, d in SOURCES if language_of(n, d[:128]) == "python"] + [
     (n, t.encode()) for n, t in TRICKY.items()]
@@ -71,6 +72,11 @@ def test_literals_are_read_as_python_reads_them(source, strings):
     facts = scan(source)
     assert facts.strings == strings
     assert "no" not in facts.words and "comment" not in facts.words
+
+
+def test_an_fstring_split_by_a_nested_quote_makes_the_facts_unsure():
+    assert scan(b'x = f"{d["cuda"]}"\n').unsure
+    assert not scan(b'x = f"{d[0]:>{w}}"\n').unsure
 
 
 def test_what_the_lexer_does_not_understand_makes_every_question_yes():

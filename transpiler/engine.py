@@ -105,7 +105,7 @@ class Engine:
         hit, user_name = self.triggered(data, language)
         if not hit and not user_name:
             return []
-        if language != "python" or user_name or self._user_names:
+        if language != "python" or self._user_names:
             return rules  # user tables may name anything: their rules have no scouts of their own
         # A rule whose own triggers are absent does nothing (tests/test_property_prefilter.py), whichever
         # other rule's trigger let the file through.

@@ -93,6 +93,10 @@ def scan(data: bytes) -> SourceFacts:
             prefix = prefix[1:]
         if b"f" in prefix:
             fstring_code.append(body)
+            if body.count(b"{") != body.count(b"}"):
+                # Python 3.12 lets an f-string's `{...}` hold its own quote (`f"{d["k"]}"`), which splits
+                # it here: what looks like code may be a nested literal.
+                unsure = True
             head = text.split("{", 1)[0]
             if head != text:
                 strings.append(head)
