@@ -125,7 +125,9 @@ def run(files: Sequence[SourceFile], settings: Settings, on_result: OnResult,
             if config.cache is not None and res.digest is not None and group.fingerprint is not None:
                 rel = src.rel.as_posix()
                 config.cache.put(group.fingerprint, rel, res.outcome.language, res.digest, res.outcome, res.output)
-                config.cache.index(group.fingerprint).record(rel, stats.pop(res.index), res.digest)
+                st = stats.pop(res.index, None)
+                if st is not None:
+                    config.cache.index(group.fingerprint).record(rel, st, res.digest)
             original = None
             if res.output is not None or res.outcome.findings:
                 original = _reread(src)
