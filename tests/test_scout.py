@@ -5,9 +5,10 @@ for nothing), never no too often (a lost rewrite); these tests hold each scout t
 from __future__ import annotations
 
 import pytest
+from hypothesis import HealthCheck, given, settings
 
 from codemods._base import Rule, RunOptions
-from test_property_prefilter import SOURCES
+from test_property_prefilter import SOURCES, programs
 from transpiler.analysis.source_facts import scan
 from transpiler.engine import Engine
 from transpiler.files import language_of
@@ -128,3 +129,46 @@ def test_a_file_one_rule_wants_runs_that_rule_and_the_rules_that_follow_changes(
 def test_quotes_inside_an_fstring_do_not_make_the_facts_unsure():
     facts = scan(b"x = f\"{cfg['device']}\"\n")
     assert not facts.unsure and "cfg" in facts.words
+
+
+def _tokens(source: str):
+    import io
+    import tokenize
+
+    return list(tokenize.generate_tokens(io.StringIO(source).readline))
+
+
+def _literal_body(token: str) -> str:
+    quote_at = min(i for i in (token.find("'"), token.find('"')) if i >= 0)
+    quote = token[quote_at:quote_at + 3] if token[quote_at:quote_at + 3] in ("'''", '"""') else token[quote_at]
+    return token[quote_at + len(quote):len(token) - len(quote)]
+
+
+def _check_lexer_against_tokenize(source: str) -> None:
+    import tokenize
+
+    try:
+        tokens = _tokens(source)
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        return
+    facts = scan(source.encode("utf-8"))
+    if facts.unsure:
+        return
+    for tok in tokens:
+        if tok.type == tokenize.NAME and tok.string.isascii():
+            assert tok.string in facts.words, (tok.string, source)
+        elif tok.type == tokenize.STRING:  # the facts hold the bytes as latin-1: ASCII as it is
+            body = _literal_body(tok.string).encode("utf-8").decode("latin-1")
+            assert body in facts.strings, (tok.string, source)
+
+
+def test_the_lexer_agrees_with_pythons_tokenizer_on_every_fixture():
+    for name, data in CASES:
+        _check_lexer_against_tokenize(data.decode("utf-8"))
+
+
+@pytest.mark.filterwarnings("ignore::SyntaxWarning")
+@settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
+@given(programs())
+def test_the_lexer_never_misses_a_name_or_a_literal_of_a_random_program(source):
+    _check_lexer_against_tokenize(source)
