@@ -83,7 +83,7 @@ class TF32ToHF32(PythonRule):
     @classmethod
     def scout(cls, facts, options) -> bool:
         # Resolved names under torch.backends.cuda / torch.backends.cudnn, spelled in the code.
-        return facts.has_all_words("torch", "backends")
+        return facts.has_all_words("torch", "backends") and facts.has_word("cuda", "cudnn")
 
     def __init__(self, ctx):
         super().__init__(ctx)

@@ -135,12 +135,14 @@ class UnsupportedCudaLibraries(PythonRule):
 
     @classmethod
     def scout(cls, facts, options) -> bool:
-        # Imports spell the library's module path; uses resolve through such an import.
+        # A library is reported where an import statement names it, or where a name resolves through
+        # such an import: either way an import names its top-level package and the code spells the rest.
         target = options.target
         suffixes, _ = compiled_extension_row(target)
         builds = cuda_builds(target)
-        return (any(facts.may_name(row.module) for row in library_rows(target))
-                or any(w.endswith(suffixes) for w in facts.words)
+        return (any(facts.imports_root(row.module.split(".")[0]) and facts.may_name(row.module)
+                    for row in library_rows(target))
+                or facts.unsure or any(root.endswith(suffixes) for root in facts.imported_roots)
                 or any(facts.may_name(name) for name in (*_DYNAMIC_IMPORTS, *builds.callables)))
 
     def __init__(self, ctx):

@@ -41,6 +41,11 @@ TRICKY = {
     "ext.py": 'import fused_adam_cuda\n',
     "dynamic.py": 'import importlib\nm = importlib.import_module("flash_attn")\n',
     "unterminated.py": 'import torch\nx = "cuda\ntorch.cuda.synchronize()\n',
+    "continued_import.py": 'import os, \\\n    fused_adam_cuda\n',
+    "triton_from.py": 'from triton import jit\n@jit\ndef k(): pass\n',
+    "wrapped_triton.py": 'from vllm.triton_utils import triton\n@triton.jit\ndef k(): pass\n',
+    "platform_is_cuda.py": 'from vllm.platforms import current_platform\nok = current_platform.is_cuda()\n',
+    "attention_backends.py": 'import torch\nfrom vllm.attention import backends\nb = backends.FLASH\n',
     "nested_fstring.py": 'import torch\nprint(f"{torch.device("cuda")}")\n',  # Python 3.12 syntax
 }
 CASES = [(n, d) for n, d in SOURCES if language_of(n, d[:128]) == "python"] + [
@@ -124,6 +129,13 @@ def test_a_file_one_rule_wants_runs_that_rule_and_the_rules_that_follow_changes(
     assert "device-string" in chosen and "torch-npu-import" in chosen
     assert "vllm-device-arg" not in chosen and "unsupported-cuda-libs" not in chosen
 
+
+
+def test_imported_roots_cover_every_import_form():
+    facts = scan(b"import a.b as c, d\nfrom e.f import (g,\n h)\nimport x, \\\n   y_cuda\nif 1: import z\n"
+                 b"raise E from F\nimport triton\nfrom . import rel\nfrom vllm.utils import numba; import w\n"
+                 b"# import commented\ns = 'import quoted'\n")
+    assert facts.imported_roots == {"a", "d", "e", "x", "y_cuda", "z", "triton", "vllm", "w"}
 
 
 def test_quotes_inside_an_fstring_do_not_make_the_facts_unsure():

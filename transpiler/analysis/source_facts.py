@@ -42,6 +42,7 @@ class SourceFacts:
     strings: tuple[str, ...]  # every literal's text as written, and evaluated where it has escapes; an
     # f-string also as its text before the first `{` (the part LibCST rules read as its head)
     unsure: bool = False  # the lexer met something it does not understand: assume anything may happen
+    imported_roots: frozenset[str] = frozenset()  # see _imported_roots
 
     def has_word(self, *names: str) -> bool:
         return self.unsure or any(n in self.words for n in names)
@@ -54,6 +55,10 @@ class SourceFacts:
         imports spells every part of the resolved name somewhere in the code (in the import statement or
         the attribute chain), whatever aliases are used."""
         return self.has_all_words(*dotted.split("."))
+
+    def imports_root(self, *roots: str) -> bool:
+        """Whether an import statement may name a module under one of these top-level packages."""
+        return self.unsure or any(r in self.imported_roots for r in roots)
 
     def any_string(self, predicate: Callable[[str], object]) -> bool:
         return self.unsure or any(predicate(s) for s in self.strings)
@@ -111,6 +116,29 @@ def scan(data: bytes) -> SourceFacts:
     joined = b"".join(code)
     if b"'" in joined or b'"' in joined:
         unsure = True
+    roots = _imported_roots(joined)
     joined += b" ".join(fstring_code)
     words = frozenset(w.decode("ascii") for w in set(_WORD.findall(joined)))
-    return SourceFacts(data.decode("latin-1"), words, tuple(strings), unsure)
+    return SourceFacts(data.decode("latin-1"), words, tuple(strings), unsure, roots)
+
+
+def _imported_roots(code: bytes) -> frozenset[str]:
+    """The first part of every module an import statement names (`import a.b as c, d` -> a, d;
+    `from a.b import c` -> a; relative imports name none), found anywhere in the code, line
+    continuations included. Anything odd only adds names: no import escapes it."""
+    if b"import" not in code:
+        return frozenset()
+    code = _CONTINUATION.sub(b" ", code)
+    roots = {m.group(2) for m in _FROM_IMPORT.finditer(code) if m.group(2) and not m.group(1)}
+    rest = _FROM_IMPORT.sub(b" ", code)  # what a from-import imports are names, not modules
+    for m in _IMPORT_LIST.finditer(rest):
+        roots.update(_LEADING_NAME.findall(m.group(1)))
+    return frozenset(r.decode("ascii") for r in roots)
+
+
+_CONTINUATION = re.compile(rb"\\\r?\n")
+# One line (continuations joined): `raise A from B` followed by `import x` must not read as one statement.
+_FROM_IMPORT = re.compile(rb"\bfrom[ \t]*(\.*)[ \t]*([A-Za-z_][A-Za-z0-9_]*)?[A-Za-z0-9_. \t]*?\bimport[ \t]*"
+                          rb"(?:\([^)]*\)|[^;\r\n]*)")
+_IMPORT_LIST = re.compile(rb"\bimport\s+([^;\r\n]*)")
+_LEADING_NAME = re.compile(rb"(?:^|,)[\s(]*([A-Za-z_][A-Za-z0-9_]*)")
