@@ -128,17 +128,24 @@ def _imported_roots(code: bytes) -> frozenset[str]:
     continuations included. Anything odd only adds names: no import escapes it."""
     if b"import" not in code:
         return frozenset()
-    code = _CONTINUATION.sub(b" ", code)
-    roots = {m.group(2) for m in _FROM_IMPORT.finditer(code) if m.group(2) and not m.group(1)}
-    rest = _FROM_IMPORT.sub(b" ", code)  # what a from-import imports are names, not modules
-    for m in _IMPORT_LIST.finditer(rest):
-        roots.update(_LEADING_NAME.findall(m.group(1)))
+    if b"\\" in code:
+        code = _CONTINUATION.sub(b" ", code)
+    roots = set()
+    for m in _IMPORT.finditer(code):
+        if m.group("names") is not None:
+            roots.update(_LEADING_NAME.findall(m.group("names")))
+        elif m.group("module") and not m.group("dots"):
+            roots.add(m.group("module"))
     return frozenset(r.decode("ascii") for r in roots)
 
 
 _CONTINUATION = re.compile(rb"\\\r?\n")
-# One line (continuations joined): `raise A from B` followed by `import x` must not read as one statement.
-_FROM_IMPORT = re.compile(rb"\bfrom[ \t]*(\.*)[ \t]*([A-Za-z_][A-Za-z0-9_]*)?[A-Za-z0-9_. \t]*?\bimport[ \t]*"
-                          rb"(?:\([^)]*\)|[^;\r\n]*)")
-_IMPORT_LIST = re.compile(rb"\bimport\s+([^;\r\n]*)")
+# `from x import ...` (one line once continuations are joined: `raise A from B` followed by `import x`
+# must not read as one statement; what it imports are names, not modules) or `import a, b.c as d`.
+# Each branch starts with its keyword's letters so that the regex engine can skip ahead to them.
+_IMPORT = re.compile(rb"""
+    from(?<![A-Za-z0-9_]from)[ \t]*(?P<dots>\.*)[ \t]*(?P<module>[A-Za-z_][A-Za-z0-9_]*)?[A-Za-z0-9_. \t]*?
+        (?<![A-Za-z0-9_])import[ \t]*(?:\([^)]*\)|[^;\r\n]*)
+  | import(?<![A-Za-z0-9_]import)\s+(?P<names>[^;\r\n]*)
+    """, re.X)
 _LEADING_NAME = re.compile(rb"(?:^|,)[\s(]*([A-Za-z_][A-Za-z0-9_]*)")
