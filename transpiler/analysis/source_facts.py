@@ -33,6 +33,10 @@ _LEXEME = re.compile(rb"""
     """, re.S | re.X)
 _PREFIX_LETTERS = frozenset(b"rRbBuUfF")
 _WORD = re.compile(rb"[A-Za-z_][A-Za-z0-9_]*")
+_WORD_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_")
+_DIGITS = frozenset(b"0123456789")
+# Every byte that cannot be part of a word becomes a space: splitting then yields the words (and numbers).
+_WORD_BYTES_ONLY = bytes(c if c in _WORD_CHARS else 0x20 for c in range(256))
 
 
 @dataclass(frozen=True)
@@ -118,7 +122,10 @@ def scan(data: bytes) -> SourceFacts:
         unsure = True
     roots = _imported_roots(joined)
     joined += b" ".join(fstring_code)
-    words = frozenset(w.decode("ascii") for w in set(_WORD.findall(joined)))
+    words = set(joined.translate(_WORD_BYTES_ONLY).split())
+    for token in [w for w in words if w[0] in _DIGITS]:  # `1if` holds the word `if`: what follows a number
+        words.update(_WORD.findall(token))
+    words = frozenset(w.decode("ascii") for w in words)
     return SourceFacts(data.decode("latin-1"), words, tuple(strings), unsure, roots)
 
 
