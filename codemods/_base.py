@@ -27,7 +27,7 @@ SAFETY_LEVELS = ("safe", "review", "report-only")
 # such as `is_cuda_available` or `cuda_graph`, which no rule acts on.
 CUDA_WORD = r"cuda(?<![A-Za-z0-9_]cuda)(?![A-Za-z0-9_])"
 
-_IGNORE_RE = re.compile(r"#\s*npu-port:\s*ignore(?:\[([A-Za-z0-9_,\s-]+)\])?")
+_IGNORE_RE = re.compile(r"(?:#|//)\s*npu-port:\s*ignore(?:\[([A-Za-z0-9_,\s-]+)\])?")  # // in CUDA C++
 
 
 def ignore_comments(text: str) -> dict[int, Optional[frozenset[str]]]:

@@ -22,7 +22,8 @@ class Converted:
 
 
 def convert_text(data: bytes, path: str, rule_classes: Sequence[type[Rule]], options: RunOptions):
-    """Shell and YAML: each rule rewrites the text in turn (they use token-aware / round-trip editors)."""
+    """Shell, YAML and CUDA C++: each rule rewrites (or reads) the text in turn (token-aware / round-trip
+    editors)."""
     if b"\x00" in data:
         raise SourceError("binary file (contains NUL bytes)")
     try:
@@ -37,7 +38,8 @@ def convert_text(data: bytes, path: str, rule_classes: Sequence[type[Rule]], opt
     return out, ctx.findings
 
 
-CONVERTERS = {"python": convert_python, "shell": convert_text, "yaml": convert_text}
+# CUDA C++ sources are only read: their rules report, never rewrite.
+CONVERTERS = {"python": convert_python, "shell": convert_text, "yaml": convert_text, "cuda": convert_text}
 
 
 class Triggers:

@@ -16,6 +16,7 @@ SKIP_DIRS = frozenset({
 })
 SHELL_SUFFIXES = (".sh", ".bash")
 YAML_SUFFIXES = (".yaml", ".yml")
+CUDA_SUFFIXES = (".cu", ".cuh")
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
 TMP_SUFFIX = ".npu-port.tmp"
 
@@ -36,6 +37,8 @@ def language_of(path: str | Path, head: bytes = b"") -> str:
         return "shell"
     if name.endswith(YAML_SUFFIXES):
         return "yaml"
+    if name.endswith(CUDA_SUFFIXES):
+        return "cuda"
     if head.startswith(b"#!") and (b"bash" in head[:80] or b"/sh" in head[:80]):
         return "shell"
     return "other"

@@ -1,0 +1,63 @@
+"""CUDA C++ sources (.cu, .cuh): every kernel and kernel launch is reported; nothing is rewritten."""
+
+from __future__ import annotations
+
+import re
+
+from codemods._base import TextRule
+from transpiler.text_edits import LineIndex
+
+# Comments and literals, blanked before searching so that a `__global__` in a comment is not a kernel.
+_COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'', re.S)
+_KERNEL = re.compile(r"\b__global__\b([^;{]*)")
+_LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
+_NAME_BEFORE_PARAMS = re.compile(r"([A-Za-z_]\w*)\s*\(")
+_LAUNCH = re.compile(r"\b([A-Za-z_][\w:]*)\s*(?:<[^<>;]*>\s*)?<<<")
+HINT = ("port the kernel to Ascend C (or replace it with torch / torch_npu operators) and build it with the "
+        "CANN toolkit; its CUDAExtension / load() build is reported by unsupported-cuda-libs")
+
+
+def _blank(match: re.Match) -> str:
+    return re.sub(r"[^\n]", " ", match.group(0))
+
+
+class CudaKernelSources(TextRule):
+    """Reports each CUDA kernel and kernel launch in `.cu` and `.cuh` files.
+
+    What it does:
+        In CUDA C++ sources, reports every kernel definition (`__global__`) and every kernel launch
+        (`name<<<grid, block>>>(...)`) with its line, outside comments and string literals. A source
+        with neither (host-only helpers) gets no finding.
+
+    Why:
+        nvcc-compiled kernels do not run on an Ascend NPU: each needs porting to Ascend C, or replacing
+        with torch / torch_npu operators, and the build that compiles it goes with it. Without this
+        rule such files would be copied into the output without a word.
+
+    Example:
+        __global__ void scale(float* x, float a)   ->  unchanged; warning: CUDA kernel `scale`
+        scale<<<blocks, 256>>>(x, 2.0f);            ->  unchanged; warning: launch of `scale`
+
+    Fix safety:
+        Report-only: nothing is rewritten.
+    """
+
+    ID = "cuda-kernel-sources"
+    LANGUAGE = "cuda"
+    SAFETY = "report-only"
+    TRIGGERS = ("__global__", "<<<")
+
+    def apply(self, text: str) -> str:
+        code = _COMMENT_OR_LITERAL.sub(_blank, text)  # same offsets, comments and literals blanked
+        lines = LineIndex(text)
+        for m in _KERNEL.finditer(code):
+            names = _NAME_BEFORE_PARAMS.findall(_LAUNCH_BOUNDS.sub("", m.group(1)))
+            what = f"CUDA kernel `{names[0]}`" if names else "a CUDA kernel"
+            self._report(lines, m.start(), f"{what} does not run on Ascend NPU")
+        for m in _LAUNCH.finditer(code):
+            self._report(lines, m.start(), f"launch of CUDA kernel `{m.group(1)}` does not run on Ascend NPU")
+        return text
+
+    def _report(self, lines: LineIndex, offset: int, message: str) -> None:
+        line, col = lines.line_col(offset)
+        self.ctx.add(self.ID, line, col, message, severity="warning", hint=HINT)
