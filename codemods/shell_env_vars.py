@@ -58,7 +58,6 @@ class ShellEnvVars(ShellRule):
     TRIGGERS = env_triggers(with_shell=True)
 
     def check(self, script: Script) -> None:
-        target = self.ctx.target
         for cmd in script.commands:
             for word in assignment_words(cmd):
                 m = ASSIGNMENT_RE.match(word.text) or NAME_RE.match(word.text)

@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import re
-from typing import Callable, Optional, Sequence
+from typing import Optional, Sequence
 
 import libcst as cst
 

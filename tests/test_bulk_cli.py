@@ -5,7 +5,6 @@ and crashes, hangs and rule bugs confined to their file."""
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 

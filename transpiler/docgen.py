@@ -238,7 +238,7 @@ def _verl_sections(config: str, keys: dict[str, str], title: str) -> list[str]:
     sections: dict[str, list[str]] = {}
     for key in keys:
         sections.setdefault(key.split(".")[0], []).append(key)
-    out = [f"| section | keys | free-form below |", "| --- | ---: | --- |"]
+    out = ["| section | keys | free-form below |", "| --- | ---: | --- |"]
     for section, names in sections.items():
         free = [k for k in names if _verl_type(config, k).endswith("(free-form below)")]
         out.append(f"| `{section}` | {len(names)} | {', '.join(f'`{k}`' for k in free) or ''} |")

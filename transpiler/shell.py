@@ -19,13 +19,12 @@ What is looked into, and what is not:
 from __future__ import annotations
 
 import re
-import weakref
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from codemods._base import FileContext, TextRule
+from codemods._base import TextRule
 from transpiler.python_source import SourceError
-from transpiler.text_edits import Edit, Positions, apply_edits
+from transpiler.text_edits import Edit, ParsedTexts, apply_edits
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 ASSIGNMENT_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?\+?=")
@@ -638,18 +637,7 @@ def _unescape_dquoted(text: str, start: int, end: int) -> tuple[Optional[str], l
 
 
 # --------------------------------------------------------------------------------------------
-_CACHE: "weakref.WeakKeyDictionary[FileContext, tuple[str, Script, Positions]]" = weakref.WeakKeyDictionary()
-
-
-def parse_script(ctx: FileContext, text: str) -> tuple[Script, Positions]:
-    """One parse per text: rules that run on the same text share it."""
-    hit = _CACHE.get(ctx)
-    if hit is not None and hit[0] is text:
-        return hit[1], hit[2]
-    script = Script(text)
-    positions = Positions(ctx, text)
-    _CACHE[ctx] = (text, script, positions)
-    return script, positions
+parse_script = ParsedTexts(Script)  # (ctx, text) -> (Script, Positions), one parse per text
 
 
 def embed(text: str, quote: Optional[str]) -> str:

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import weakref
 from dataclasses import dataclass
-from typing import Iterable, Optional
+from typing import Callable, Generic, Iterable, Optional, TypeVar
 
 from codemods._base import FileContext, silenced
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True, order=True)
@@ -103,3 +106,21 @@ class Positions:
         first = self.line_col(start)[0]
         last = self.line_col(end if end is not None else start)[0]
         return silenced(self.ctx.ignores, min(first, last), max(first, last), rule)
+
+
+class ParsedTexts(Generic[T]):
+    """One parse per text and file: the rules of a file that run on the same text share the parse and
+    its positions (a rule that changed the text makes the next one parse again)."""
+
+    def __init__(self, parse: Callable[[str], T]):
+        self._parse = parse
+        self._cache: "weakref.WeakKeyDictionary[FileContext, tuple[str, T, Positions]]" = weakref.WeakKeyDictionary()
+
+    def __call__(self, ctx: FileContext, text: str) -> tuple[T, Positions]:
+        hit = self._cache.get(ctx)
+        if hit is not None and hit[0] is text:
+            return hit[1], hit[2]
+        parsed, positions = self._parse(text), Positions(ctx, text)
+        self._cache[ctx] = (text, parsed, positions)
+        return parsed, positions
+

@@ -16,6 +16,7 @@ from typing import Any, Mapping, Optional, Sequence, Union
 import libcst as cst
 
 from transpiler.analysis.imports import bindings_of
+from transpiler.analysis.literals import is_main_guard
 from transpiler.skeletons_engine.render import python_literal, render_partial, schemas
 from transpiler.skeletons_engine.schema import is_identifier
 
@@ -75,7 +76,7 @@ def weave(source: str, adapter: str = "vllm", *, options: Optional[Mapping[str, 
     body = list(module.body)
     insert_at = _after_imports(body)
     pipeline_stmts = _pipeline_entry(entry_name, handoff_dir)
-    guard_at = next((i for i, st in enumerate(body) if _is_main_guard(st)), None)
+    guard_at = next((i for i, st in enumerate(body) if is_main_guard(st)), None)
 
     if guard_at is None:
         # No main block: the entry goes before the first top-level call of the training entry (so the
@@ -148,7 +149,7 @@ def _find_entry(module: cst.Module, entry: Optional[str]) -> str:
             raise WeaveError(f"the script has no module-level function {entry}()")
         return entry
     for stmt in module.body:
-        if _is_main_guard(stmt):
+        if is_main_guard(stmt):
             for node in _calls_in(stmt):
                 if isinstance(node.func, cst.Name) and node.func.value in functions:
                     return node.func.value
@@ -176,23 +177,11 @@ def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
     return found
 
 
-def _is_main_guard(stmt: cst.CSTNode) -> bool:
-    if not isinstance(stmt, cst.If) or not isinstance(stmt.test, cst.Comparison):
-        return False
-    test = stmt.test
-    if len(test.comparisons) != 1 or not isinstance(test.comparisons[0].operator, cst.Equal):
-        return False
-    sides = [test.left, test.comparisons[0].comparator]
-    names = [s.value for s in sides if isinstance(s, cst.Name)]
-    strings = [s.evaluated_value for s in sides if isinstance(s, cst.SimpleString)]
-    return names == ["__name__"] and strings == ["__main__"]
-
-
 def _after_imports(body: list[cst.BaseStatement]) -> int:
     """Index after the last top-level import that comes before the first def, class or main block."""
     last = -1
     for i, stmt in enumerate(body):
-        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or _is_main_guard(stmt):
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or is_main_guard(stmt):
             break
         if isinstance(stmt, cst.SimpleStatementLine) and any(
                 isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):

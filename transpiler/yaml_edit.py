@@ -7,16 +7,15 @@ byte (comments, key order, quoting, blank lines) stays as it was.
 
 from __future__ import annotations
 
-import weakref
 from typing import Any, Iterator, Optional
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
-from codemods._base import FileContext, TextRule
+from codemods._base import TextRule
 from transpiler.python_source import SourceError
-from transpiler.text_edits import Edit, Positions, apply_edits
+from transpiler.text_edits import Edit, ParsedTexts, apply_edits
 
 
 class YamlDocument:
@@ -102,18 +101,7 @@ def unquote(token: str) -> str:
     return token
 
 
-_CACHE: "weakref.WeakKeyDictionary[FileContext, tuple[str, YamlDocument, Positions]]" = \
-    weakref.WeakKeyDictionary()
-
-
-def parse_yaml(ctx: FileContext, text: str) -> tuple[YamlDocument, Positions]:
-    hit = _CACHE.get(ctx)
-    if hit is not None and hit[0] is text:
-        return hit[1], hit[2]
-    doc = YamlDocument(text)
-    positions = Positions(ctx, text)
-    _CACHE[ctx] = (text, doc, positions)
-    return doc, positions
+parse_yaml = ParsedTexts(YamlDocument)  # (ctx, text) -> (YamlDocument, Positions), one parse per text
 
 
 class YamlRule(TextRule):

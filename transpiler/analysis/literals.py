@@ -153,3 +153,16 @@ def append_arg(call: cst.Call, arg: cst.Arg) -> cst.Call:
     args[-1] = last.with_changes(comma=cst.Comma(whitespace_after=sep), whitespace_after_arg=cst.SimpleWhitespace(""))
     # The old last argument's trailing comma and the space before `)` now follow the new one.
     return call.with_changes(args=args + [arg.with_changes(comma=last.comma, whitespace_after_arg=last.whitespace_after_arg)])
+
+
+def is_main_guard(stmt: cst.CSTNode) -> bool:
+    """`if __name__ == "__main__":` (either way round)."""
+    if not isinstance(stmt, cst.If) or not isinstance(stmt.test, cst.Comparison):
+        return False
+    test = stmt.test
+    if len(test.comparisons) != 1 or not isinstance(test.comparisons[0].operator, cst.Equal):
+        return False
+    sides = [test.left, test.comparisons[0].comparator]
+    names = [s.value for s in sides if isinstance(s, cst.Name)]
+    strings = [s.evaluated_value for s in sides if isinstance(s, cst.SimpleString)]
+    return names == ["__name__"] and strings == ["__main__"]

@@ -24,6 +24,7 @@ from libcst.metadata import (
 )
 
 from transpiler.analysis.imports import dotted_name
+from transpiler.analysis.literals import is_main_guard
 from transpiler.standalone.resolver import absolute_module
 
 BUILTIN_NAMES = frozenset(dir(builtins))
@@ -173,17 +174,6 @@ def _static_all(module: cst.Module) -> tuple[Optional[tuple[str, ...]], bool]:
         else:
             return None, True
     return (tuple(names) if seen else None), seen
-
-
-def _is_main_guard(stmt: cst.CSTNode) -> bool:
-    if not isinstance(stmt, cst.If) or not isinstance(stmt.test, cst.Comparison):
-        return False
-    cmp = stmt.test
-    if len(cmp.comparisons) != 1 or not isinstance(cmp.comparisons[0].operator, cst.Equal):
-        return False
-    sides = [cmp.left, cmp.comparisons[0].comparator]
-    return any(isinstance(s, cst.Name) and s.value == "__name__" for s in sides) and any(
-        isinstance(s, cst.SimpleString) and s.evaluated_value == "__main__" for s in sides)
 
 
 def _is_docstring(stmt: cst.CSTNode) -> bool:
@@ -389,7 +379,7 @@ class ModuleAnalyzer:
             st.kind = "docstring"
         elif _is_future(node):
             st.kind = "future"
-        elif _is_main_guard(node):
+        elif is_main_guard(node):
             st.kind = "main-guard"
         elif _import_kind(node):
             st.kind = "import"
