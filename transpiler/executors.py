@@ -11,13 +11,16 @@ from __future__ import annotations
 
 import multiprocessing as mp
 import os
+import shutil
 import signal
+import tempfile
 import time
 from collections import deque
 from multiprocessing.connection import Connection, wait
 from typing import Optional, Protocol, Sequence
 
 from codemods._base import Rule
+from transpiler.isolation import clean_start, current_dir, enter_worker, worker_sys_path
 from transpiler.report import FileOutcome
 from transpiler.settings import Settings
 from transpiler.worker import Result, Task, convert_task, raise_recursion_limit, timeout_message
@@ -56,7 +59,8 @@ def _mp_context():
     return mp.get_context("spawn")
 
 
-def _worker_main(conn: Connection, jobs: Sequence[Job]) -> None:
+def _worker_main(conn: Connection, jobs: Sequence[Job], path: list[str], cwd: Optional[str]) -> None:
+    enter_worker(path, cwd)
     # Ctrl-C reaches the whole process group; the parent alone decides what stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     raise_recursion_limit()
@@ -71,10 +75,11 @@ def _worker_main(conn: Connection, jobs: Sequence[Job]) -> None:
 
 
 class _Worker:
-    def __init__(self, ctx, jobs: Sequence[Job]):
+    def __init__(self, ctx, jobs: Sequence[Job], path: list[str], empty_dir: str):
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker_main, args=(child, jobs), daemon=True)
-        self.process.start()
+        self.process = ctx.Process(target=_worker_main, args=(child, jobs, path, current_dir()), daemon=True)
+        with clean_start(path, empty_dir):
+            self.process.start()
         child.close()
         self.task: Optional[Task] = None
         self.started = 0.0
@@ -102,9 +107,14 @@ def _death_reason(process) -> str:
 
 
 class ProcessExecutor:
-    def __init__(self, processes: int, jobs: Sequence[Job], timeout: float = DEFAULT_TIMEOUT):
+    """`inputs`: the trees being converted, which a worker must never import from."""
+
+    def __init__(self, processes: int, jobs: Sequence[Job], timeout: float = DEFAULT_TIMEOUT,
+                 inputs: Sequence[str] = ()):
         self.processes = max(1, processes)
         self.jobs = list(jobs)
+        self._path = worker_sys_path(inputs)
+        self._empty_dir: Optional[str] = None  # where workers start, made with the first one
         self.timeout = timeout
         self._ctx = _mp_context()
         self._queue: deque[Task] = deque()
@@ -129,7 +139,9 @@ class ProcessExecutor:
             if w.task is None:
                 w.give(self._queue.popleft())
         while self._queue and len(self._workers) < self.processes:
-            w = _Worker(self._ctx, self.jobs)
+            if self._empty_dir is None:
+                self._empty_dir = tempfile.mkdtemp(prefix="npu-port-start-")
+            w = _Worker(self._ctx, self.jobs, self._path, self._empty_dir)
             self._workers.append(w)
             w.give(self._queue.popleft())
 
@@ -183,6 +195,9 @@ class ProcessExecutor:
             w.kill()
         self._workers.clear()
         self._queue.clear()
+        if self._empty_dir is not None:
+            shutil.rmtree(self._empty_dir, ignore_errors=True)
+            self._empty_dir = None
 
 
 class InlineExecutor:

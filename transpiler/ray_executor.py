@@ -10,11 +10,14 @@ with the job (`py_modules`) when the driver joins an existing cluster.
 from __future__ import annotations
 
 import logging
+import os
+import tempfile
 import time
 from collections import deque
 from typing import Optional, Sequence
 
 from transpiler.executors import Job, failed_result
+from transpiler.isolation import worker_sys_path
 from transpiler.worker import (FileTimeout, Result, Task, convert_task, raise_recursion_limit, time_limit,
                                timeout_message)
 
@@ -31,7 +34,8 @@ def _convert(run, task: Task) -> Result:
 
 
 class RayExecutor:
-    def __init__(self, jobs: Sequence[Job], timeout: float, address: Optional[str] = None):
+    def __init__(self, jobs: Sequence[Job], timeout: float, address: Optional[str] = None,
+                 inputs: Sequence[str] = ()):
         try:
             import ray
         except ImportError:  # pragma: no cover - depends on the environment
@@ -40,12 +44,18 @@ class RayExecutor:
         self._owns = False
         if not ray.is_initialized():
             kwargs = dict(include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
-            if address:
-                import codemods
-                import transpiler
+            # Ray puts the driver's current folder on its workers' path unless the job has a
+            # working_dir: an empty one keeps the workers from importing the tree being converted.
+            with tempfile.TemporaryDirectory(prefix="npu-port-ray-") as empty:
+                runtime_env: dict = {"working_dir": empty}
+                if address:
+                    import codemods
+                    import transpiler
 
-                kwargs["runtime_env"] = {"py_modules": [transpiler, codemods]}
-            ray.init(address=address, **kwargs)
+                    runtime_env["py_modules"] = [transpiler, codemods]
+                else:  # local workers run this interpreter: give them this process's clean path
+                    runtime_env["env_vars"] = {"PYTHONPATH": os.pathsep.join(worker_sys_path(inputs))}
+                ray.init(address=address, runtime_env=runtime_env, **kwargs)
             self._owns = True
         self._remote = ray.remote(max_retries=0, num_cpus=1)(_convert)
         self._job = ray.put((list(jobs), timeout))
