@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import signal
 import stat
+import sys
 import threading
 import time
 from contextlib import contextmanager
@@ -53,6 +54,11 @@ class RunResult:
     cache_hits: int = 0
     interrupted: bool = False
     seconds: float = 0.0
+    cache_damaged: int = 0  # cache and stat-index entries that did not verify, ignored and rebuilt
+
+
+def warn_on_stderr(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
 
 
 @dataclass
@@ -67,6 +73,8 @@ class RunConfig:
     # Hand results on in input order (a diff or code on stdout) rather than as they finish: files
     # are then written as soon as they are done, so an interrupted run keeps what it finished.
     ordered: bool = False
+    # Where the run's one warning about a damaged cache goes (never stdout, which may carry code).
+    warn: Callable[[str], None] = warn_on_stderr
 
 
 OnResult = Callable[[SourceFile, Converted, Optional[bytes]], None]
@@ -155,11 +163,16 @@ def run(files: Sequence[SourceFile], settings: Settings, on_result: OnResult,
         if executor is not None:
             executor.close()
         reporter.stop()
+    damaged = 0
     if config.cache is not None:
         config.cache.save_indexes()
         config.cache.prune([g.fingerprint for g in groups if g.fingerprint is not None])
+        damaged = config.cache.damaged
+        warning = config.cache.damage_warning()
+        if warning:
+            config.warn(warning)
     return RunResult(delivery.outcomes(), config.cache.hits if config.cache else 0, interrupted,
-                     time.perf_counter() - started)
+                     time.perf_counter() - started, damaged)
 
 
 def _make_executor(config: RunConfig, jobs: list[Job], processes: int) -> Executor:
