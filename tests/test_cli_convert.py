@@ -49,7 +49,9 @@ def test_out_and_in_place(tmp_path):
     out = tmp_path / "out.py"
     assert run("convert", str(p), "--out", str(out)).exit_code == 0
     assert "torch.npu" in out.read_text() and p.read_text() == SRC
-    assert run("convert", str(p), "--in-place").exit_code == 0
+    assert run("convert", str(p), "--in-place").exit_code == 1  # outside git: no copy to restore
+    assert p.read_text() == SRC
+    assert run("convert", str(p), "--in-place", "--force").exit_code == 0
     assert p.read_text() == out.read_text()
 
 

@@ -1,5 +1,5 @@
-"""Where convert may write: never outside --out, never into a non-empty --out or a dirty git tree
-without --force, atomically and with the file's mode; and Ctrl-C leaves no partial file."""
+"""Where convert may write: never outside --out, never into a non-empty --out or over a file git holds
+no copy of without --force, atomically and with the file's mode; and Ctrl-C leaves no partial file."""
 
 from __future__ import annotations
 
@@ -109,18 +109,21 @@ def test_in_place_keeps_modes_and_refuses_changes_git_holds_no_copy_of(tmp_path)
     subprocess.run(git + ["init", "-q"], check=True)
     subprocess.run(git + ["add", "-A"], check=True)
     subprocess.run(git + ["commit", "-qm", "init"], check=True)
-    (src / "pkg" / "util.py").write_text("# edited, not committed\n")
+    edited = "import torch\ny = torch.zeros(1).cuda()  # edited, not committed\n"
+    (src / "pkg" / "util.py").write_text(edited)
+    (src / "new.py").write_text("import torch\nz = torch.ones(2).cuda()\n")
     r = convert(str(src), "--in-place", "--no-cache")
-    assert r.exit_code == 2 and "git holds no copy" in r.output and "util.py" in r.output
-    assert ".cuda()" in (src / "tool.py").read_text()
-    (src / "new.py").write_text("import torch\n")
+    assert r.exit_code == 1 and "git holds no copy" in r.output and "util.py" in r.output and "new.py" in r.output
+    assert (src / "pkg" / "util.py").read_text() == edited  # refused, file by file
+    assert ".npu()" in (src / "tool.py").read_text()  # committed: converted in the same run
+    assert (src / "tool.py").stat().st_mode & 0o777 == 0o751
     subprocess.run(git + ["add", "pkg/util.py"], check=True)  # staged: the index keeps a copy
     r = convert(str(src), "--in-place", "--no-cache")
-    assert r.exit_code == 2 and "new.py" in r.output and "util.py" not in r.output.split("copy of")[1]
+    assert r.exit_code == 1 and "new.py" in r.output and "util.py" not in r.output
+    assert ".npu()" in (src / "pkg" / "util.py").read_text()
     r = convert(str(src), "--in-place", "--no-cache", "--force")
     assert r.exit_code == 0, r.output
-    assert ".npu()" in (src / "tool.py").read_text()
-    assert (src / "tool.py").stat().st_mode & 0o777 == 0o751
+    assert ".npu()" in (src / "new.py").read_text()
     assert not list(src.rglob(f"*{TMP_SUFFIX}"))
 
 

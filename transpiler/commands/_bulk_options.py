@@ -16,7 +16,8 @@ def bulk_options(fn):
                      help="Worker processes (0: one per CPU)."),
         click.option("-q", "--quiet", is_flag=True, help="No progress and no summary; only errors on stderr."),
         click.option("--force", is_flag=True,
-                     help="Write into a non-empty --out folder, or in place despite uncommitted git changes."),
+                     help="Write into a non-empty --out folder, or --in-place files git holds no copy of "
+                          "(untracked, ignored, changed and not staged, outside git)."),
         click.option("--executor", type=click.Choice(["local", "ray"]), default="local", show_default=True,
                      help="Convert in local worker processes, or as Ray tasks (pip install 'npu-port[ray]')."),
         click.option("--ray-address", metavar="ADDRESS",

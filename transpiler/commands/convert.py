@@ -6,7 +6,6 @@ import dataclasses
 import importlib.util
 import os
 import signal
-import subprocess
 import sys
 import time
 from contextlib import contextmanager
@@ -24,6 +23,7 @@ from transpiler.engine import Converted, Engine
 from transpiler.files import (ReadError, atomic_copy, atomic_write, copy_link, holds, is_copy_of, is_within,
                               read_source)
 from transpiler.formats import summary_path_ok, write_summary
+from transpiler.git_copy import GitCopies
 from transpiler.progress import reporter_for
 from transpiler.render import print_findings, print_summary, stderr_console, unified_diff
 from transpiler.report import FileOutcome, findings_to_json
@@ -41,7 +41,9 @@ EXIT_INTERRUPTED = 130
 @click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff; write nothing.")
 @click.option("--out", "out", type=click.Path(path_type=Path),
               help="Write the converted file there, or mirror a directory tree into it.")
-@click.option("--in-place", is_flag=True, help="Overwrite the inputs (atomic replace).")
+@click.option("--in-place", is_flag=True,
+              help="Overwrite the inputs (atomic replace); only files whose current bytes git's index or HEAD "
+                   "holds, unless --force.")
 @click.option("--check", is_flag=True, help=f"Write nothing; exit {EXIT_WOULD_CHANGE} if anything would change.")
 @click.option("--report", "report_path", type=click.Path(path_type=Path),
               help="Write every change and finding as JSON.")
@@ -87,9 +89,8 @@ def convert(ctx, paths, target, select, ignore, extras, show_diff, out, in_place
         single = len(paths) == 1 and not paths[0].is_dir()
         if out is not None:
             check_output_folder(paths, out, force, single)
-        if in_place and not force:
-            check_clean_worktrees(paths)
-        writer = _Writer(paths, out, in_place, show_diff, to_stdout=single and not (out or in_place or check or show_diff))
+        writer = _Writer(paths, out, in_place, show_diff, to_stdout=single and not (out or in_place or check or show_diff),
+                         git_copies=GitCopies() if in_place and not force else None)
         files = discover_files(paths, config, exclude=[out] if out is not None else [])
         cache = None
         if not no_cache and not single:
@@ -134,26 +135,6 @@ def check_output_folder(paths, out: Path, force: bool, single: bool) -> None:
         raise click.UsageError(f"--out {out} is not empty; pass --force to write into it anyway")
 
 
-def check_clean_worktrees(paths) -> None:
-    """In place, refuse where git holds no copy of an input: changes neither committed nor staged, or
-    untracked files. Staged work is safe (the index keeps it), which is how pre-commit runs hooks."""
-    for p in paths:
-        folder = p if p.is_dir() else p.parent
-        target = "." if p.is_dir() else p.name
-        try:
-            proc = subprocess.run(["git", "-C", str(folder), "status", "--porcelain", "--", target],
-                                  capture_output=True, text=True, timeout=60)
-        except (OSError, subprocess.TimeoutExpired):
-            continue  # no git: nothing to compare against
-        if proc.returncode != 0:
-            continue  # not a git work tree
-        unsafe = [line[3:] for line in proc.stdout.splitlines() if line[:2] == "??" or line[1:2] not in (" ", "")]
-        if unsafe:
-            raise click.UsageError(f"{p} has changes git holds no copy of ({', '.join(unsafe[:3])}"
-                                   f"{', ...' if len(unsafe) > 3 else ''}); commit or stage them first "
-                                   f"(or pass --force to convert in place anyway)")
-
-
 @contextmanager
 def _sigterm_as_interrupt():
     """SIGTERM (a CI timeout, `kill`) stops the run as cleanly as Ctrl-C."""
@@ -185,8 +166,10 @@ class _Writer:
     """Puts each result where the options say; the inputs are only touched with --in-place, and
     nothing is written outside --out. A write that fails makes that file's outcome failed."""
 
-    def __init__(self, roots, out: Optional[Path], in_place: bool, show_diff: bool, to_stdout: bool):
+    def __init__(self, roots, out: Optional[Path], in_place: bool, show_diff: bool, to_stdout: bool,
+                 git_copies: Optional[GitCopies] = None):
         self.roots = list(roots)
+        self.git_copies = git_copies  # in place without --force: overwrite only what git holds a copy of
         self.out = out
         self.in_place = in_place
         self.show_diff = show_diff
@@ -205,6 +188,9 @@ class _Writer:
     def __call__(self, src: SourceFile, result: Converted, original: Optional[bytes]) -> None:
         try:
             self._write(src, result, original)
+        except InPlaceRefused as exc:
+            result.outcome.status = "failed"
+            result.outcome.error = str(exc)
         except (OSError, WriteRefused) as exc:
             result.outcome.status = "failed"
             detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
@@ -224,22 +210,35 @@ class _Writer:
                 sys.stdout.write(unified_diff(src.display, before, result.output))
         elif self.in_place:
             if result.output is not None:
-                atomic_write(src.path, result.output, durable=True)
+                self._check_git_holds(src)
+                # `original` is what the file held when its result came back: an edit saved since
+                # then is kept (the write is skipped with an error), never overwritten.
+                atomic_write(src.path, result.output, durable=True, streams=False, expect=original)
         elif self.out is not None:
             self._mirror(src, result)
+
+    def _check_git_holds(self, src: SourceFile) -> None:
+        """In place, a file is replaced only when git can give its current bytes back."""
+        if self.git_copies is None:
+            return
+        reason = self.git_copies.reason_unsafe(src.path)
+        if reason is not None:
+            raise InPlaceRefused(f"not written in place: git holds no copy of its current content ({reason}); "
+                                 "commit or stage it first, or pass --force")
 
     def _mirror(self, src: SourceFile, result: Converted) -> None:
         dest = self.destination(src)
         self._guard(dest)
+        streams = dest == self.out  # a single output named by the user may be /dev/null or a FIFO
         if src.path.is_symlink():
             copy_link(src.path, dest)  # the link itself, wherever it points
         elif result.output is not None:
             mode = src.path.stat().st_mode & 0o7777
             if not holds(dest, result.output, mode):
-                atomic_write(dest, result.output, mode, durable=False)
+                atomic_write(dest, result.output, mode, durable=False, streams=streams)
         elif src.path.is_file():  # unchanged, skipped, non-source and failed files, byte for byte
             if not is_copy_of(src.path, dest):  # a re-run into the same --out copies only what changed
-                atomic_copy(src.path, dest)
+                atomic_copy(src.path, dest, streams=streams)
 
     def _guard(self, dest: Path) -> None:
         """A link already inside --out (say, left by an earlier run) must not lead a write outside it."""
@@ -254,6 +253,10 @@ class _Writer:
 
 class WriteRefused(Exception):
     pass
+
+
+class InPlaceRefused(WriteRefused):
+    """The message is the whole error (it is not a failed write)."""
 
 
 def _original(src: SourceFile) -> Optional[bytes]:
