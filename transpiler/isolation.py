@@ -37,17 +37,18 @@ def _inside(path: str, root: str) -> bool:
 
 
 def worker_sys_path(inputs: Iterable[str] = ()) -> list[str]:
-    """This process's `sys.path` without '' , the current folder and any entry inside an input
-    tree; the folder that holds the tool itself stays (it may be a checkout the user runs from)."""
+    """This process's `sys.path` without '', the current folder and any entry inside an input tree;
+    the folder that holds the tool itself stays (it may be a checkout the user runs from)."""
     here = current_dir()
-    banned = [r for r in (_real(p) for p in [*([here] if here else []), *inputs]) if r]
+    here = _real(here) if here else None
+    trees = [r for r in (_real(p) for p in inputs) if r]
     path: list[str] = []
     seen: set[str] = set()
     for entry in sys.path:
         real = _real(entry) if entry else None
         if real is None or real in seen:
             continue
-        if real != _TOOL_ROOT and any(_inside(real, b) for b in banned):
+        if real != _TOOL_ROOT and (real == here or any(_inside(real, t) for t in trees)):
             continue
         seen.add(real)
         path.append(entry if os.path.isabs(entry) else real)

@@ -139,6 +139,9 @@ def run(files: Sequence[SourceFile], settings: Settings, on_result: OnResult,
             original = None
             if res.output is not None or res.outcome.findings:
                 original = _reread(src)
+                if original is not None and res.digest is not None and digest_of(original) != res.digest:
+                    finish(res.index, _changed_meanwhile(res.outcome), None)
+                    continue
             finish(res.index, Converted(res.outcome, res.output), original)
 
     stats: dict[int, os.stat_result] = {}  # of the files given to workers, for the cache's stat index
@@ -150,7 +153,7 @@ def run(files: Sequence[SourceFile], settings: Settings, on_result: OnResult,
             triaged = _triage(index, src, group, config.cache, stats, ship=config.executor == "ray")
             if isinstance(triaged, Task):
                 if executor is None:
-                    executor = _make_executor(config, jobs, settings.jobs)
+                    executor = _make_executor(config, jobs, settings.jobs, _input_roots(files))
                 executor.submit(replace(triaged, group=group_ids[index]))
                 take(executor.poll(0))
             else:
@@ -175,14 +178,29 @@ def run(files: Sequence[SourceFile], settings: Settings, on_result: OnResult,
                      time.perf_counter() - started, damaged)
 
 
-def _make_executor(config: RunConfig, jobs: list[Job], processes: int) -> Executor:
+def _make_executor(config: RunConfig, jobs: list[Job], processes: int, inputs: list[str]) -> Executor:
     if config.executor == "inline":
         return InlineExecutor(jobs)
     if config.executor == "ray":
         from transpiler.ray_executor import RayExecutor
 
-        return RayExecutor(jobs, config.timeout, config.ray_address)
-    return ProcessExecutor(processes or default_jobs(), jobs, config.timeout)
+        return RayExecutor(jobs, config.timeout, config.ray_address, inputs)
+    return ProcessExecutor(processes or default_jobs(), jobs, config.timeout, inputs)
+
+
+def _input_roots(files: Sequence[SourceFile]) -> list[str]:
+    """The folders the run's files come from (a tree's root, a single file's folder): never on a
+    worker's import path."""
+    roots = {str(src.path.parents[len(src.rel.parts) - 1]) for src in files if src.rel.parts}
+    return sorted(roots)
+
+
+def _changed_meanwhile(outcome: FileOutcome) -> Converted:
+    """The file's bytes now differ from those converted: the result is stale, and writing it would
+    lose the edit."""
+    return Converted(FileOutcome(outcome.display, "failed", error="changed while it was being converted; "
+                                 "left as it is (run again to convert the new content)",
+                                 language=outcome.language), None)
 
 
 def _reread(src: SourceFile) -> Optional[bytes]:
@@ -227,7 +245,7 @@ def _triage(index: int, src: SourceFile, group: _Group, cache: Optional[Cache], 
             if output is None and not outcome.findings:
                 return Converted(outcome, output), None
             original = _reread(src)
-            if original is not None:
+            if original is not None and digest_of(original) == known:
                 return Converted(outcome, output), original
     if st.st_size > settings.max_bytes:
         return done("failed", language, f"too large ({st.st_size} bytes > limit {settings.max_bytes}; "
