@@ -3,6 +3,7 @@ violations, with exit codes for CI (0 clean, 1 errors, 2 usage or internal error
 
 from __future__ import annotations
 
+import io
 import sys
 from pathlib import Path
 
@@ -14,6 +15,7 @@ from transpiler.commands._options import rule_options
 from transpiler.commands.config import config_file_options, policy_options, resolve_config
 from transpiler.formats import (OUTPUT_FORMATS, render_github, render_json, render_sarif, render_statistics,
                                 render_text, summary_path_ok, write_summary)
+from transpiler.output_files import input_clash, write_output
 
 EXIT_CLEAN, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
@@ -27,9 +29,11 @@ EXIT_CLEAN, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
               help="text for people; json and sarif for tools; github for workflow annotations.")
 @click.option("--statistics", is_flag=True, help="Counts per rule.")
 @click.option("--summary", "summary_path", type=click.Path(path_type=Path, dir_okay=False),
-              help="Also write a pull-request summary (FILE.md or FILE.html).")
+              help="Also write a pull-request summary (FILE.md or FILE.html); refused over an input, a link "
+                   "there is replaced, not followed.")
 @click.option("-o", "--output-file", type=click.Path(path_type=Path, dir_okay=False),
-              help="Write the report there instead of stdout.")
+              help="Write the report there instead of stdout. Refused when it is (or links to) an input or a "
+                   "source file under one; written by rename, so a link there is replaced, not followed.")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
               help="Worker processes (0: one per CPU).")
 @click.pass_context
@@ -51,6 +55,10 @@ def check(ctx, paths, target, select, ignore, extras, forbid, no_relative, exclu
         raise click.UsageError(f"no such file or directory: {', '.join(missing)}")
     if not summary_path_ok(summary_path):
         raise click.UsageError("--summary takes a .md or .html file")
+    for option, dest in (("--summary", summary_path), ("--output-file", output_file)):
+        what = input_clash(dest, paths) if dest is not None else None
+        if what is not None:
+            raise click.UsageError(f"{option} {dest} would overwrite {what}")
     config = resolve_config(ctx, paths, config_file, isolated)
     strict = config["strict"]
     try:
@@ -60,14 +68,13 @@ def check(ctx, paths, target, select, ignore, extras, forbid, no_relative, exclu
         sys.exit(EXIT_USAGE)
 
     if output_format == "text":
-        stream = open(output_file, "w", encoding="utf-8") if output_file else None
-        try:
-            console = Console(file=stream, highlight=False, soft_wrap=True) if stream else \
-                Console(highlight=False, soft_wrap=True)
-            render_text(console, report, statistics=statistics, strict=strict)
-        finally:
-            if stream:
-                stream.close()
+        if output_file:
+            buffer = io.StringIO()
+            render_text(Console(file=buffer, highlight=False, soft_wrap=True), report, statistics=statistics,
+                        strict=strict)
+            _write_file("--output-file", output_file, lambda p: p.write_text(buffer.getvalue(), encoding="utf-8"))
+        else:
+            render_text(Console(highlight=False, soft_wrap=True), report, statistics=statistics, strict=strict)
     else:
         if output_format == "json":
             text = render_json(report, command="check", target=config["target"], strict=strict,
@@ -77,7 +84,7 @@ def check(ctx, paths, target, select, ignore, extras, forbid, no_relative, exclu
         else:
             text = render_github(report)
         if output_file:
-            output_file.write_text(text, encoding="utf-8")
+            _write_file("--output-file", output_file, lambda p: p.write_text(text, encoding="utf-8"))
         else:
             click.echo(text, nl=False)
         if statistics and output_format != "json":
@@ -85,5 +92,13 @@ def check(ctx, paths, target, select, ignore, extras, forbid, no_relative, exclu
     for o in report.internal_errors:
         click.echo(f"npu-port: {o.path}: {o.error}", err=True)
     if summary_path:
-        write_summary(summary_path, report.outcomes, title="npu-port check")
+        _write_file("--summary", summary_path, lambda p: write_summary(p, report.outcomes, title="npu-port check"))
     sys.exit(report.exit_code(strict))
+
+
+def _write_file(option: str, dest: Path, write) -> None:
+    try:
+        write_output(dest, write)
+    except OSError as exc:
+        click.echo(f"npu-port: cannot write {option} {dest}: {exc.strerror or exc}", err=True)
+        sys.exit(EXIT_USAGE)

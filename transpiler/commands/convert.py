@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import dataclasses
 import importlib.util
-import os
 import signal
 import sys
 import time
@@ -19,16 +18,18 @@ from transpiler.commands._bulk_options import bulk_options
 from transpiler.commands._options import rule_options, runtime_env_option
 from transpiler.commands.config import config_file_options, resolve_config, rules_file_option
 from transpiler.config import discover_files, run_configured
-from transpiler.engine import Converted, Engine
+from transpiler.engine import Converted
 from transpiler.files import (ReadError, atomic_copy, atomic_write, copy_link, holds, is_copy_of, is_within,
                               read_source)
 from transpiler.formats import summary_path_ok, write_summary
 from transpiler.git_copy import GitCopies
+from transpiler.output_files import input_clash, same_file, write_output
 from transpiler.progress import reporter_for
 from transpiler.render import print_findings, print_summary, stderr_console, unified_diff
 from transpiler.report import FileOutcome, findings_to_json
 from transpiler.runner import RunConfig, SourceFile
 from transpiler.settings import Settings
+from transpiler.worker import Task, convert_task
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WOULD_CHANGE = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130
@@ -40,17 +41,19 @@ EXIT_INTERRUPTED = 130
 @runtime_env_option
 @click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff; write nothing.")
 @click.option("--out", "out", type=click.Path(path_type=Path),
-              help="Write the converted file there, or mirror a directory tree into it.")
+              help="Write the converted file there, or mirror a directory tree into it (never over an input).")
 @click.option("--in-place", is_flag=True,
               help="Overwrite the inputs (atomic replace); only files whose current bytes git's index or HEAD "
                    "holds, unless --force.")
 @click.option("--check", is_flag=True, help=f"Write nothing; exit {EXIT_WOULD_CHANGE} if anything would change.")
-@click.option("--report", "report_path", type=click.Path(path_type=Path),
-              help="Write every change and finding as JSON.")
+@click.option("--report", "report_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write every change and finding as JSON. Refused when it is (or links to) an input or a "
+                   "source file under one; written by rename, so a link there is replaced, not followed.")
 @bulk_options
 @click.option("--show-changes", is_flag=True, help="List every change on stderr, not only findings.")
 @click.option("--summary", "summary_path", type=click.Path(path_type=Path, dir_okay=False),
-              help="Write a pull-request summary (FILE.md or FILE.html).")
+              help="Write a pull-request summary (FILE.md or FILE.html); refused over an input, a link "
+                   "there is replaced, as for --report.")
 @rules_file_option
 @config_file_options
 @click.pass_context
@@ -89,6 +92,7 @@ def convert(ctx, paths, target, select, ignore, extras, show_diff, out, in_place
         single = len(paths) == 1 and not paths[0].is_dir()
         if out is not None:
             check_output_folder(paths, out, force, single)
+        check_report_paths(paths, out if single else None, report=report_path, summary=summary_path)
         writer = _Writer(paths, out, in_place, show_diff, to_stdout=single and not (out or in_place or check or show_diff),
                          git_copies=GitCopies() if in_place and not force else None)
         files = discover_files(paths, config, exclude=[out] if out is not None else [])
@@ -108,10 +112,10 @@ def convert(ctx, paths, target, select, ignore, extras, show_diff, out, in_place
     print_findings(console, outcomes, show_changes)
     print_summary(console, outcomes, time.perf_counter() - started)
     if report_path:
-        report_path.write_text(findings_to_json(outcomes, target=settings.target, files=len(outcomes)),
-                               encoding="utf-8")
+        text = findings_to_json(outcomes, target=settings.target, files=len(outcomes))
+        _write_file("--report", report_path, lambda p: p.write_text(text, encoding="utf-8"))
     if summary_path:
-        write_summary(summary_path, outcomes, title="npu-port convert")
+        _write_file("--summary", summary_path, lambda p: write_summary(p, outcomes, title="npu-port convert"))
     if interrupted:
         console.print("[bold red]interrupted[/]: the files listed above were written completely; "
                       "the rest were not written", highlight=False)
@@ -125,14 +129,40 @@ def convert(ctx, paths, target, select, ignore, extras, show_diff, out, in_place
 def check_output_folder(paths, out: Path, force: bool, single: bool) -> None:
     """--out must not be an input, and a non-empty folder is only written into with --force."""
     for p in paths:
-        if p.is_dir() and out.exists() and os.path.realpath(out) == os.path.realpath(p):
+        if p.is_dir() and out.exists() and same_file(out, p):
             raise click.UsageError(f"--out {out} is the input folder itself; use --in-place to overwrite inputs")
+    for p in paths:  # where each input lands (see _Writer.destination) must not be the input itself
+        if len(paths) == 1 and p.is_dir():
+            continue  # lands in --out itself: checked above
+        dest = (out / p.name if out.is_dir() else out) if single else out / p.name
+        if dest.exists() and same_file(dest, p):
+            raise click.UsageError(f"--out {out} would overwrite the input {p}; use --in-place to convert "
+                                   "inputs in place")
     if single and not out.is_dir():
         return  # one output file: replaced atomically, like any compiler's -o
     if out.is_symlink() or (out.exists() and not out.is_dir()):
         raise click.UsageError(f"--out {out} exists and is not a folder")
     if out.is_dir() and any(out.iterdir()) and not force:
         raise click.UsageError(f"--out {out} is not empty; pass --force to write into it anyway")
+
+
+def check_report_paths(paths, out_file: Optional[Path], **outputs: Optional[Path]) -> None:
+    """--report and --summary must not overwrite an input (or the --out file)."""
+    for option, dest in outputs.items():
+        if dest is None:
+            continue
+        what = input_clash(dest, paths)
+        if what is None and out_file is not None and same_file(dest, out_file):
+            what = "the --out file"
+        if what is not None:
+            raise click.UsageError(f"--{option} {dest} would overwrite {what}")
+
+
+def _write_file(option: str, dest: Path, write) -> None:
+    try:
+        write_output(dest, write)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {option} {dest}: {exc.strerror or exc}") from None
 
 
 @contextmanager
@@ -152,8 +182,12 @@ def _sigterm_as_interrupt():
 
 
 def _convert_stdin(settings: Settings, show_diff: bool) -> FileOutcome:
-    data = sys.stdin.buffer.read()
-    result = Engine(settings).convert(data, "<stdin>", "python")
+    # Bounded like a file (`yes | npu-port convert -` must not exhaust memory), and converted with the
+    # parser guard of every parse in this process: a crash here would end the run without a word.
+    data = sys.stdin.buffer.read(settings.max_bytes + 1)
+    if len(data) > settings.max_bytes:
+        raise click.ClickException(f"stdin: more than {settings.max_bytes} bytes (see --max-bytes)")
+    result = convert_task(Task(0, "-", "<stdin>", "python", data=data), settings, in_process=True)
     if show_diff:
         if result.output is not None:
             sys.stdout.write(unified_diff("<stdin>", data, result.output))
