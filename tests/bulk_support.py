@@ -128,3 +128,16 @@ def tree_digest(root: Path) -> dict[str, str]:
             else:
                 out[rel] = "special"
     return out
+
+
+class EditWhileConvertingRule(PythonRule):
+    """Test-only rule: where a file names EDIT_HERE, saves a new version of it while it is being
+    converted, as an editor would (the display path is the file's path in a tree run)."""
+
+    ID = "test-edit-while-converting"
+    SAFETY = "safe"
+    TRIGGERS = ("EDIT_HERE",)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if node.value == "EDIT_HERE":
+            Path(self.ctx.path).write_text("# saved by the user meanwhile\n")

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import importlib
+import os
+import sys
 
 import click
 
@@ -41,7 +43,26 @@ def cli() -> None:
 
 
 def main() -> None:
-    cli(prog_name="npu-port")
+    """The console script: what no command turned into a clean message becomes one here, so no
+    traceback ever reaches a user (an output that cannot be written: exit 1; a bug: exit 2)."""
+    try:
+        cli(prog_name="npu-port")
+    except BrokenPipeError:  # `npu-port convert x.py | head`: the reader left, nothing to report
+        sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter flushes it at exit
+        sys.exit(1)
+    except OSError as exc:
+        where = f": {exc.filename}" if exc.filename and str(exc.filename) not in str(exc.strerror) else ""
+        click.echo(f"npu-port: error: {exc.strerror or exc}{where}", err=True)
+        sys.exit(1)
+    except RecursionError:
+        click.echo("npu-port: error: the input is nested too deeply to process", err=True)
+        sys.exit(1)
+    except Exception as exc:  # a bug: say what, without a traceback, and how to get one
+        click.echo(f"npu-port: internal error: {type(exc).__name__}: {exc} (please report it; "
+                   f"NPU_PORT_TRACEBACK=1 shows where)", err=True)
+        if os.environ.get("NPU_PORT_TRACEBACK"):
+            raise
+        sys.exit(2)
 
 
 if __name__ == "__main__":

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import os
 import re
 import shutil
@@ -80,7 +81,8 @@ def walk(root: Path, exclude: Iterable[Path] = ()) -> Iterator[Path]:
             keep.append(d)
         dirnames[:] = keep
         for name in sorted(filenames):
-            yield Path(dirpath) / name
+            if not name.endswith(TMP_SUFFIX):  # a killed run's half-written output, never an input
+                yield Path(dirpath) / name
 
 
 def read_source(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
@@ -124,6 +126,27 @@ def bracket_depth_exceeds(data: bytes, limit: int = MAX_BRACKET_DEPTH) -> bool:
     if peak <= limit:
         return False
     return _token_depth(data) > limit
+
+
+def too_deep_for_this_process(data: bytes) -> bool:
+    """Whether parsing `data` with LibCST could crash the process that does it (for parses outside the
+    isolated workers: stdin, `check` with one job, small inline runs).
+
+    Past about 3,000 levels of attribute chains, calls, unary operators and the like, LibCST's
+    native parser overflows the C stack (SIGSEGV), where CPython's own parser, guarded, raises
+    RecursionError from about 3,000 on: no such file compiles, so asking CPython first loses nothing.
+    A syntax error is left to LibCST, which reports it with its position."""
+    if bracket_depth_exceeds(data):
+        return True
+    import ast
+
+    try:
+        ast.parse(data)
+    except (RecursionError, MemoryError):
+        return True
+    except (SyntaxError, ValueError):
+        pass
+    return False
 
 
 _OPENERS = frozenset(b"([{")
@@ -171,18 +194,127 @@ def is_within(path: Path, root: Path) -> bool:
     return real == base or real.startswith(base.rstrip(os.sep) + os.sep)
 
 
+class NotReplaceable(OSError):
+    """An output path holds something that must not be replaced: a folder, a device, a socket."""
+
+    def __init__(self, path: Path, what: str):
+        super().__init__(errno.EEXIST, f"{path} is {what}; it is never replaced (choose another output)")
+
+
+class ChangedMeanwhile(OSError):
+    def __init__(self, path: Path):
+        super().__init__(errno.EAGAIN, f"{path} changed while it was being converted; it is left as it is "
+                                       "(run again to convert the new content)")
+
+
+def _is_system_link(path: Path) -> bool:
+    """/dev/stdout, /dev/fd/N, /proc/self/fd/N: links that stand for a stream, whatever they point to."""
+    folder = os.path.realpath(os.path.dirname(os.path.abspath(path)))
+    return folder == "/dev" or folder.startswith(("/dev/", "/proc/"))
+
+
+def is_stream_output(path: Path, streams: bool = True) -> bool:
+    """Whether `path` is a stream to write through (True) or something to create or replace atomically
+    (False): a regular file, nothing yet, or a link (replaced, never written through). Raises for what
+    must never be replaced: a folder, a block device, a socket, and streams where `streams` is False
+    (a FIFO in an output tree would block the run forever)."""
+    try:
+        st = os.lstat(path)
+    except (FileNotFoundError, NotADirectoryError):
+        return False
+    mode = st.st_mode
+    if stat.S_ISLNK(mode):
+        try:
+            target = os.stat(path).st_mode
+        except OSError:
+            return False
+        if not (_is_system_link(path) or stat.S_ISCHR(target) or stat.S_ISFIFO(target)):
+            return False  # an ordinary link: replaced by the new file
+        if streams:
+            return True
+        raise NotReplaceable(path, "a link to a stream")
+    if stat.S_ISREG(mode):
+        return False
+    if (stat.S_ISCHR(mode) or stat.S_ISFIFO(mode)) and streams:
+        return True
+    what = ("a folder" if stat.S_ISDIR(mode) else "a character device" if stat.S_ISCHR(mode)
+            else "a FIFO" if stat.S_ISFIFO(mode) else "a block device" if stat.S_ISBLK(mode) else "a socket")
+    raise NotReplaceable(path, what)
+
+
+def _write_stream(path: Path, data: bytes) -> None:
+    # O_APPEND: /dev/stdout redirected to a file keeps what was written to it before.
+    fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOCTTY", 0))
+    with os.fdopen(fd, "wb") as fh:
+        fh.write(data)
+
+
 def _temp_beside(path: Path) -> tuple[int, str]:
     path.parent.mkdir(parents=True, exist_ok=True)
-    return tempfile.mkstemp(prefix=f".{path.name}.", suffix=TMP_SUFFIX, dir=path.parent)
+    _remove_stale_temps(str(path.parent))
+    return tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=TMP_SUFFIX, dir=path.parent)
 
 
-def atomic_write(path: Path, data: bytes, mode: int | None = None, *, durable: bool = True) -> None:
+_SWEPT: set[str] = set()
+_TEMP_NAME = re.compile(r"\..+\.(\d+)\.[^.]+" + re.escape(TMP_SUFFIX) + "$")
+
+
+def _remove_stale_temps(folder: str) -> None:
+    """A run killed between writing a temporary file and its rename (SIGKILL) leaves it behind; the next
+    run that writes into the folder removes those whose process is gone. Only names of this tool's
+    own pattern are touched, and never one of a process still running."""
+    if folder in _SWEPT:
+        return
+    _SWEPT.add(folder)
+    try:
+        names = [n for n in os.listdir(folder) if n.endswith(TMP_SUFFIX)]
+    except OSError:
+        return
+    for name in names:
+        m = _TEMP_NAME.match(name)
+        if m and int(m.group(1)) != os.getpid() and not _alive(int(m.group(1))):
+            _unlink_quietly(os.path.join(folder, name))
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, OSError):
+        return True  # someone else's process, or a number we cannot ask about: leave its file
+    return True
+
+
+def _keep_owner(tmp: str, path: Path) -> None:
+    """Replacing a file as root must not hand it to root: the new file keeps the old one's owner."""
+    try:
+        st = os.lstat(path)
+    except OSError:
+        return
+    if stat.S_ISREG(st.st_mode) and hasattr(os, "chown") and (st.st_uid, st.st_gid) != (os.geteuid(), os.getegid()):
+        try:
+            os.chown(tmp, st.st_uid, st.st_gid)
+        except OSError:
+            pass  # not permitted (not root): the file is ours then, as it would be for any editor
+
+
+def atomic_write(path: Path, data: bytes, mode: int | None = None, *, durable: bool = True,
+                 streams: bool = True, expect: Optional[bytes] = None) -> None:
     """Write via a temporary file in the same folder and rename, so a crash never leaves half a file.
 
     `durable` also fsyncs before the rename: needed where the previous content is the user's only
     copy (in place); a mirrored output tree can be regenerated, and fsync per file would dominate.
-    A link at `path` is replaced, never written through.
+    A link at `path` is replaced, never written through, except the system's stream links
+    (/dev/stdout, /dev/fd/N); a character device or FIFO named as the output (`-o /dev/null`) is
+    written to, never replaced (`streams=False` refuses them); a folder, block device or socket is
+    refused. `expect`: the content `path` must still have just before the rename, else
+    ChangedMeanwhile (an edit saved while the file was converted is never lost). The replaced file's
+    owner and mode are kept.
     """
+    if is_stream_output(path, streams):
+        _write_stream(path, data)
+        return
     fd, tmp = _temp_beside(path)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -196,14 +328,29 @@ def atomic_write(path: Path, data: bytes, mode: int | None = None, *, durable: b
             except FileNotFoundError:
                 mode = 0o644
         os.chmod(tmp, mode)
+        _keep_owner(tmp, path)
+        if expect is not None and _current_bytes(path) != expect:
+            raise ChangedMeanwhile(path)
         os.replace(tmp, path)
     except BaseException:
         _unlink_quietly(tmp)
         raise
 
 
-def atomic_copy(src: Path, dest: Path) -> None:
-    """Copy bytes, mode and times (shutil.copy2) through a temporary file and a rename."""
+def _current_bytes(path: Path) -> Optional[bytes]:
+    try:
+        with open(path, "rb") as fh:
+            return fh.read()
+    except OSError:
+        return None
+
+
+def atomic_copy(src: Path, dest: Path, *, streams: bool = False) -> None:
+    """Copy bytes, mode and times (shutil.copy2) through a temporary file and a rename; a device or
+    FIFO in the way is refused (in an output tree) or, with `streams`, written to."""
+    if is_stream_output(dest, streams):
+        _write_stream(dest, read_source(src, max_bytes=1 << 62))
+        return
     fd, tmp = _temp_beside(dest)
     os.close(fd)
     try:
@@ -240,8 +387,9 @@ def holds(dest: Path, data: bytes, mode: int) -> bool:
 
 def copy_link(src: Path, dest: Path) -> None:
     """Recreate the link itself (its target text unchanged), never what it points to."""
+    is_stream_output(dest, streams=False)
     dest.parent.mkdir(parents=True, exist_ok=True)
-    tmp = dest.with_name(f".{dest.name}.{os.getpid()}{TMP_SUFFIX}")
+    tmp = dest.with_name(f".{dest.name}.{os.getpid()}.link{TMP_SUFFIX}")
     _unlink_quietly(tmp)
     os.symlink(os.readlink(src), tmp)
     try:

@@ -4,8 +4,8 @@ input, and written whole by a rename, so a link at the destination is replaced i
 A destination is refused when it is, or leads through links to, one of the paths given on the command
 line or a source file (Python, shell, YAML, CUDA) under an input folder. Otherwise the text goes to a
 temporary file in the destination's folder, which is renamed over it: a reader never sees half a
-report, and a link planted there is replaced, not written through. A stream is written as it is: a
-path under /dev or /proc (/dev/stdout, /dev/null) or a FIFO or character device named directly.
+report, and a link planted there is replaced, not written through. A stream is written as it is
+(/dev/stdout, /dev/null, a FIFO; see files.is_stream_output), and a folder or socket is refused.
 """
 
 from __future__ import annotations
@@ -17,10 +17,9 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-from transpiler.files import TMP_SUFFIX, language_of, needs_head, read_head
+from transpiler.files import TMP_SUFFIX, is_stream_output, language_of, needs_head, read_head
 
 SOURCE_LANGUAGES = ("python", "shell", "yaml", "cuda")
-_STREAM_ROOTS = ("/dev/", "/proc/")
 
 
 def same_file(a: Path, b: Path) -> bool:
@@ -50,20 +49,10 @@ def input_clash(dest: Path, inputs: Iterable[Path]) -> Optional[str]:
     return None
 
 
-def is_stream(dest: Path) -> bool:
-    if os.path.abspath(dest).startswith(_STREAM_ROOTS):
-        return True
-    try:
-        mode = os.lstat(dest).st_mode
-    except OSError:
-        return False
-    return stat.S_ISFIFO(mode) or stat.S_ISCHR(mode)
-
-
 def write_output(dest: Path, write: Callable[[Path], None]) -> None:
     """Have `write(path)` write the file at a temporary path with the same name, then rename it over
     `dest` (a link there is replaced; an existing file keeps its mode). A stream gets `write(dest)`."""
-    if is_stream(dest):
+    if is_stream_output(dest):
         write(dest)
         return
     folder = dest.parent

@@ -198,7 +198,7 @@ def _input_roots(files: Sequence[SourceFile]) -> list[str]:
 def _changed_meanwhile(outcome: FileOutcome) -> Converted:
     """The file's bytes now differ from those converted: the result is stale, and writing it would
     lose the edit."""
-    return Converted(FileOutcome(outcome.display, "failed", error="changed while it was being converted; "
+    return Converted(FileOutcome(outcome.path, "failed", error="changed while it was being converted; "
                                  "left as it is (run again to convert the new content)",
                                  language=outcome.language), None)
 

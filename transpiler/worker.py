@@ -16,7 +16,7 @@ from typing import Optional, Sequence
 
 from codemods._base import Rule
 from transpiler.engine import Engine
-from transpiler.files import ReadError, bracket_depth_exceeds, python2_hint, read_source
+from transpiler.files import ReadError, bracket_depth_exceeds, python2_hint, read_source, too_deep_for_this_process
 from transpiler.report import FileOutcome
 from transpiler.settings import Settings
 
@@ -101,7 +101,10 @@ def engine_for(settings: Settings, rules: Optional[Sequence[type[Rule]]]) -> Eng
     return engine
 
 
-def convert_task(task: Task, settings: Settings, rules: Optional[Sequence[type[Rule]]] = None) -> Result:
+def convert_task(task: Task, settings: Settings, rules: Optional[Sequence[type[Rule]]] = None,
+                 in_process: bool = False) -> Result:
+    """`in_process`: no isolated worker stands between a parser crash and the user's run, so input
+    that could crash the parser is refused first."""
     def failed(error: str, digest: Optional[str] = None) -> Result:
         return Result(task.index, FileOutcome(task.display, "failed", error=error, language=task.language),
                       None, digest)
@@ -115,6 +118,8 @@ def convert_task(task: Task, settings: Settings, rules: Optional[Sequence[type[R
     digest = digest_of(data)
     if task.language == "python" and bracket_depth_exceeds(data):
         return failed("brackets nested too deeply for the parser (more than 200 levels)", digest)
+    if in_process and task.language == "python" and too_deep_for_this_process(data):
+        return failed("nested too deeply for the parser (Python itself cannot compile it)", digest)
     try:
         engine = engine_for(settings, rules)
         chosen = engine.rules_named(task.rules) if task.rules else None

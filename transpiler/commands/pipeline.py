@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Optional
@@ -66,17 +68,15 @@ def pipeline(source, target, strip, search_paths, adapter, entry, runtime_env, o
     else:
         jobs = [(source, out / source.name if out.is_dir() else out)]
     outcomes: list[FileOutcome] = []
-    written: list[Path] = []
+    written: dict[Path, bytes] = {}
     for path, dest in jobs:
         stage_outcomes, data = _build(path, dest, packages, list(search_paths), adapter, entry, engine)
         outcomes.extend(stage_outcomes)
         if data is not None:
             atomic_write(dest, data, path.stat().st_mode & 0o7777)
-            written.append(dest)
+            written[dest] = data
     if written:
-        config = load_config(written, {"target": target, "forbid": list(packages), "no-relative": True},
-                             isolated=True)
-        outcomes.extend(run_check(written, config).outcomes)
+        outcomes.extend(_check_written(written, target, packages))
     print_findings(console, outcomes, show_changes=False)
     changes = sum(len(o.changes) for o in outcomes)
     errors = sum(1 for o in outcomes for f in o.findings if f.severity == "error")
@@ -89,6 +89,29 @@ def pipeline(source, target, strip, search_paths, adapter, entry, runtime_env, o
     clean = len(written) == len(jobs) and not any(
         o.status == "failed" or any(f.severity == "error" for f in o.findings) for o in outcomes)
     sys.exit(EXIT_OK if clean else EXIT_FAILED)
+
+
+def _check_written(written: dict[Path, bytes], target: str, packages) -> list[FileOutcome]:
+    """Check what was written. An output that is a stream (`-o /dev/null`, a FIFO) cannot be read
+    back: its bytes are checked from a private copy, under the output's name."""
+    settings = {"target": target, "forbid": list(packages), "no-relative": True}
+    files = [p for p in written if p.is_file()]
+    streams = [p for p in written if not p.is_file()]
+    outcomes = run_check(files, load_config(files, settings, isolated=True)).outcomes if files else []
+    if streams:
+        with tempfile.TemporaryDirectory(prefix="npu-port-check-") as tmp:
+            copies = {}
+            for i, dest in enumerate(streams):
+                copy = Path(tmp) / str(i) / dest.name
+                copy.parent.mkdir()
+                copy.write_bytes(written[dest])
+                copies[str(copy)] = str(dest)
+            checked = run_check(list(map(Path, copies)), load_config([Path(tmp)], settings, isolated=True))
+            for o in checked.outcomes:
+                shown = copies.get(o.path, o.path)
+                outcomes.append(dataclasses.replace(o, path=shown, findings=[
+                    dataclasses.replace(f, file=shown) for f in o.findings]))
+    return outcomes
 
 
 def _build(path: Path, dest: Path, packages, search_paths, adapter: str, entry: Optional[str],
