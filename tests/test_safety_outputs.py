@@ -192,3 +192,20 @@ def test_converting_in_place_as_root_keeps_the_owner_and_mode(work):
     st = target.stat()
     assert (st.st_uid, st.st_gid, stat.S_IMODE(st.st_mode)) == (4321, 4321, 0o640)
     assert ".npu()" in target.read_text()
+
+
+@pytest.mark.parametrize("command", [["standalone"], ["pipeline"]])
+@pytest.mark.parametrize("kind", ["fifo", "zero", "deep"])
+def test_standalone_and_pipeline_refuse_inputs_that_would_hang_exhaust_memory_or_crash(work, command, kind):
+    script = work / "script.py"
+    if kind == "fifo":
+        os.mkfifo(script)
+    elif kind == "zero":
+        script.symlink_to("/dev/zero")
+    else:
+        script.write_text(DEEP_CHAIN)
+    proc = _cli(*command, "script.py", "--strip", "agentic_rl", "-o", "out.py", cwd=work)
+    assert proc.returncode == 1, proc.stderr
+    expected = b"nested too deeply" if kind == "deep" else b"not a regular file"
+    assert expected in proc.stderr and b"Traceback" not in proc.stderr
+    assert not (work / "out.py").exists()

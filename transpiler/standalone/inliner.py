@@ -15,6 +15,7 @@ from typing import Iterable, Optional, Sequence
 import libcst as cst
 
 from transpiler.analysis.imports import dotted_name
+from transpiler.files import ReadError, read_source, too_deep_for_this_process
 from transpiler.standalone.closure import SCRIPT, Closure
 from transpiler.standalone.errors import Problem, StandaloneError
 from transpiler.standalone.graph import ModuleAnalyzer, ModuleInfo, Ref, Statement, code_of
@@ -54,10 +55,13 @@ def make_standalone(script: Path, packages: Sequence[str], search_paths: Iterabl
                     allow_unresolved: bool = False, source: Optional[str] = None) -> StandaloneResult:
     """Inline everything `script` uses from `packages`. Raises StandaloneError (nothing to write) on problems."""
     script = Path(script)
-    text = source if source is not None else script.read_bytes().decode("utf-8")
+    display = display_path(script)
+    text = source if source is not None else _read_script(script, display)
+    if too_deep_for_this_process(text.encode("utf-8")):
+        raise StandaloneError([Problem(display, 1, 1, "script", "nested too deeply for the parser "
+                                                                "(Python itself cannot compile it)")])
     roots = [script.resolve().parent, *search_paths, Path.cwd()]
     resolver = SourceResolver(roots, packages)
-    display = display_path(script)
     try:
         info = ModuleAnalyzer(SCRIPT, display, "", text, resolver.is_stripped).analyze()
     except SyntaxError as exc:
@@ -75,6 +79,14 @@ def make_standalone(script: Path, packages: Sequence[str], search_paths: Iterabl
     code, modules = _Assembler(project, closure, info, allow_unresolved).assemble()
     verify_standalone(code, packages, display)
     return StandaloneResult(code, code != text, modules, sorted(set(problems)))
+
+
+def _read_script(script: Path, display: str) -> str:
+    """Like every input: a regular file within the size limit (a FIFO would hang, /dev/zero fill memory)."""
+    try:
+        return read_source(script).decode("utf-8")
+    except (ReadError, UnicodeDecodeError) as exc:
+        raise StandaloneError([Problem(display, 1, 1, "script", f"cannot read: {exc}")]) from None
 
 
 class _Assembler:

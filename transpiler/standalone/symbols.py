@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
-from transpiler.files import ReadError, read_source
+from transpiler.files import ReadError, read_source, too_deep_for_this_process
 from transpiler.standalone.graph import BUILTIN_NAMES, MODULE_DUNDERS, ModuleAnalyzer, ModuleInfo
 from transpiler.standalone.resolver import SourceResolver
 
@@ -113,6 +113,8 @@ class Project:
                 text = read_source(src.path).decode("utf-8")
             except (ReadError, UnicodeDecodeError) as exc:
                 raise ModuleLoadError(f"cannot read {display_path(src.path)}: {exc}") from None
+            if too_deep_for_this_process(text.encode("utf-8")):
+                raise ModuleLoadError(f"cannot parse {display_path(src.path)}: nested too deeply for the parser")
         stat = src.path.stat()
         key = (str(src.path), stat.st_mtime_ns, stat.st_size, name, display_path(src.path), self.resolver.packages)
         if key in _ANALYSED:
