@@ -20,7 +20,9 @@ from transpiler.analysis.imports import ImportTable
 from transpiler.analysis.literals import (append_arg, append_dict_elements, dict_element, dict_string_keys,
                                           element_keys, has_star_args, keyword, line_indent, quote_like,
                                           string_value)
+from transpiler.files import ReadError, read_source
 from transpiler.mapping import load_table
+from transpiler.user_tables import env_name_problem, text_problem
 
 RAY_INIT = "ray.init"
 
@@ -51,7 +53,15 @@ def _env_pairs(value, where: str) -> tuple[tuple[str, str], ...]:
         if not isinstance(name, str) or isinstance(val, (dict, list)) or val is None:
             raise ProfileError(f"{where}: {name!r} must map a name to a string value")
         # Ray wants strings; YAML reads 1500 and true as int and bool.
-        out.append((name, str(val).lower() if isinstance(val, bool) else str(val)))
+        text = str(val).lower() if isinstance(val, bool) else str(val)
+        # Both land in generated code: a name must be a variable name, a value one line of plain text.
+        problem = env_name_problem(name)
+        if problem:
+            raise ProfileError(f"{where}: {problem}")
+        problem = text_problem(text) or ("contains a line break" if "\n" in text else None)
+        if problem:
+            raise ProfileError(f"{where}: the value of {name} {problem}")
+        out.append((name, text))
     return tuple(out)
 
 
@@ -68,9 +78,10 @@ def load_profile(target: str, path: Optional[str] = None) -> RuntimeEnvProfile:
     data = builtin
     if path is not None:
         try:
-            data = yaml.safe_load(Path(path).read_text(encoding="utf-8"))
-        except (OSError, UnicodeDecodeError, yaml.YAMLError) as exc:
-            raise ProfileError(f"{path}: cannot read runtime_env profile: {exc}") from None
+            data = yaml.safe_load(read_source(Path(path)).decode("utf-8"))
+        except (ReadError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
+            raise ProfileError(f"{path}: cannot read runtime_env profile: "
+                               f"{'nested too deeply' if isinstance(exc, RecursionError) else exc}") from None
         if not isinstance(data, dict) or not isinstance(data.get("env_vars"), dict):
             raise ProfileError(f"{path}: a runtime_env profile needs a top-level `env_vars:` mapping")
     where = path or f"{target}/runtime_env.yaml"

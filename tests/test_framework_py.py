@@ -217,3 +217,22 @@ def test_env_names_in_every_example_output_are_npu_names():
         for name in ("CUDA_VISIBLE_DEVICES", "PYTORCH_CUDA_ALLOC_CONF", "NCCL_SOCKET_IFNAME"):
             assert not re.search(rf"environ(\.get|\.setdefault|\.pop)?[\[(]\s*['\"]{name}", out), (path, name)
 
+
+
+@pytest.mark.parametrize("text, expected", [
+    ("env_vars:\n  \"$(touch pwned)\": '1'\n", "not an environment-variable name"),
+    ("env_vars:\n  'A; touch pwned': '1'\n", "not an environment-variable name"),
+    ("env_vars:\n  A: \"x\\ny\"\n", "line break"),
+    ("env_vars:\n  A: \"\\e[31m\"\n", "control character"),
+    ("env_vars: " + "[" * 5000 + "]" * 5000 + "\n", "nested too deeply"),
+    ("\xff\xfe", "cannot read"),
+])
+def test_cli_runtime_env_profile_values_are_checked_for_the_code_they_land_in(tmp_path, text, expected):
+    profile = tmp_path / "env.yaml"
+    profile.write_bytes(text.encode("latin-1") if text.startswith("\xff") else text.encode())
+    script = tmp_path / "main.py"
+    script.write_text("import ray\nray.init()\n")
+    r = CliRunner().invoke(cli, ["convert", str(script), "--extras", "--runtime-env", str(profile)])
+    assert r.exit_code == 2 and expected in r.output, r.output
+    assert r.exception is None or isinstance(r.exception, SystemExit)
+    assert not (tmp_path / "pwned").exists()

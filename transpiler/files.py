@@ -30,6 +30,16 @@ class ReadError(Exception):
     pass
 
 
+def printable(text: str) -> str:
+    """`text` as it can be printed and stored: the bytes of a file name that is not UTF-8 (which Python
+    holds as surrogates) shown as \\xff, so reports, diffs and summaries always encode."""
+    try:
+        raw = text.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:  # a lone surrogate of another kind
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw.decode("utf-8", "backslashreplace")
+
+
 def language_of(path: str | Path, head: bytes = b"") -> str:
     name = str(path).lower()
     if name.endswith((".py", ".pyi")):

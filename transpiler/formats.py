@@ -22,6 +22,7 @@ from rich.text import Text
 from transpiler import __version__
 from transpiler.checks import CheckReport, Edit
 from transpiler.registry import all_rules
+from transpiler.files import printable
 from transpiler.report import FileOutcome, Finding, findings_to_json
 
 OUTPUT_FORMATS = ("text", "json", "sarif", "github")
@@ -309,16 +310,7 @@ def write_summary(path: Path, outcomes: list[FileOutcome], *, title: str) -> Non
         text = render_html(outcomes, title=title)
     else:
         text = render_markdown(outcomes, title=title)
-    path.write_text(_shown(text), encoding="utf-8")
-
-
-def _shown(text: str) -> str:
-    """Text that encodes: the bytes of a file name that is not UTF-8 (surrogates) shown as \\xff."""
-    try:
-        raw = text.encode("utf-8", "surrogateescape")
-    except UnicodeEncodeError:  # a lone surrogate of another kind
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return raw.decode("utf-8", "backslashreplace")
+    path.write_text(printable(text), encoding="utf-8")
 
 
 def summary_path_ok(path: Optional[Path]) -> bool:

@@ -24,7 +24,7 @@ from codemods._base import Rule
 from transpiler.cache import SKIPPED, Cache, fingerprint
 from transpiler.engine import CONVERTERS, Converted, Engine
 from transpiler.executors import DEFAULT_TIMEOUT, Executor, InlineExecutor, ProcessExecutor, default_jobs
-from transpiler.files import language_of, needs_head, read_head, walk
+from transpiler.files import language_of, needs_head, printable, read_head, walk
 from transpiler.progress import Reporter
 from transpiler.report import FileOutcome
 from transpiler.settings import Settings
@@ -43,9 +43,9 @@ def discover(paths: Iterable[Path], exclude: Iterable[Path] = ()) -> Iterator[So
     for root in paths:
         if root.is_dir() and not root.is_symlink():
             for p in walk(root, exclude):
-                yield SourceFile(p, p.relative_to(root), str(p))
+                yield SourceFile(p, p.relative_to(root), printable(str(p)))
         else:
-            yield SourceFile(root, Path(root.name), str(root))
+            yield SourceFile(root, Path(root.name), printable(str(root)))
 
 
 @dataclass
