@@ -47,6 +47,8 @@ TRICKY = {
     "platform_is_cuda.py": 'from vllm.platforms import current_platform\nok = current_platform.is_cuda()\n',
     "attention_backends.py": 'import torch\nfrom vllm.attention import backends\nb = backends.FLASH\n',
     "nested_fstring.py": 'import torch\nprint(f"{torch.device("cuda")}")\n',  # Python 3.12 syntax
+    # The file's last word, with no newline after it, next to an f-string body: two words, not one.
+    "fstring_then_last_word.py": "x = f'cuda:{0}'\nfrom torch import cuda",
 }
 CASES = [(n, d) for n, d in SOURCES if language_of(n, d[:128]) == "python"] + [
     (n, t.encode()) for n, t in TRICKY.items()]
@@ -138,6 +140,14 @@ def test_imported_roots_cover_every_import_form():
     assert facts.imported_roots == {"a", "d", "e", "x", "y_cuda", "z", "triton", "vllm", "w"}
 
 
+def test_the_last_word_of_a_file_without_a_final_newline_stays_a_word_next_to_an_fstring():
+    for tail in (b"", b"\n"):
+        data = b"x = f'cuda:{0}'\nfrom torch import cuda" + tail
+        assert {"cuda", "torch", "import"} <= scan(data).words, tail
+        result = Engine(Settings()).convert(data, "last_word.py")
+        assert result.output == b"x = f'cuda:{0}'\nimport torch_npu\nfrom torch import npu" + tail
+
+
 def test_quotes_inside_an_fstring_do_not_make_the_facts_unsure():
     facts = scan(b"x = f\"{cfg['device']}\"\n")
     assert not facts.unsure and "cfg" in facts.words
@@ -184,3 +194,4 @@ def test_the_lexer_agrees_with_pythons_tokenizer_on_every_fixture():
 @given(programs())
 def test_the_lexer_never_misses_a_name_or_a_literal_of_a_random_program(source):
     _check_lexer_against_tokenize(source)
+    _check_lexer_against_tokenize(source.rstrip("\r\n"))  # a file need not end with a newline

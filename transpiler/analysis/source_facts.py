@@ -121,7 +121,8 @@ def scan(data: bytes) -> SourceFacts:
     if b"'" in joined or b'"' in joined:
         unsure = True
     roots = _imported_roots(joined)
-    joined += b" ".join(fstring_code)
+    if fstring_code:  # after a space: a file's last word must not run into the first f-string's
+        joined += b" " + b" ".join(fstring_code)
     words = set(joined.translate(_WORD_BYTES_ONLY).split())
     for token in [w for w in words if w[0] in _DIGITS]:  # `1if` holds the word `if`: what follows a number
         words.update(_WORD.findall(token))
