@@ -73,11 +73,21 @@ _SCOPE_TYPES = frozenset({cst.Module, cst.FunctionDef, cst.ClassDef})
 _GUARD_TYPES = frozenset({cst.If, cst.IfExp})
 
 
+def parse_module(source: bytes | str) -> cst.Module:
+    """cst.parse_module, except that a file ending in a lone CR (old Mac line ends) keeps it when printed:
+    LibCST's native parser takes only a final "\n" for a trailing newline, so the module it returns
+    would drop the last "\r" of the file."""
+    module = cst.parse_module(source)
+    if not module.has_trailing_newline and source.endswith("\r" if isinstance(source, str) else b"\r"):
+        module = module.with_changes(has_trailing_newline=True)
+    return module
+
+
 def parse(data: bytes, path: str) -> cst.Module:
     if b"\x00" in data:
         raise SourceError("binary file (contains NUL bytes), not Python source")
     try:
-        return cst.parse_module(data)
+        return parse_module(data)
     except cst.ParserSyntaxError as exc:
         raise SourceError(f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: "
                           f"{exc.message}") from None
