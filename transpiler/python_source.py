@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+import warnings
 from collections import defaultdict
 from typing import Callable, Optional, Sequence
 
@@ -89,12 +91,39 @@ def parse(data: bytes, path: str) -> cst.Module:
     try:
         return parse_module(data)
     except cst.ParserSyntaxError as exc:
-        raise SourceError(f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: "
-                          f"{exc.message}") from None
+        raise SourceError(syntax_error_message(data, exc)) from None
     except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
         raise SourceError(f"cannot decode: {exc}") from None
     except RecursionError:
         raise SourceError("too deeply nested for the parser (RecursionError)") from None
+
+
+def syntax_error_message(source: bytes | str, exc: cst.ParserSyntaxError) -> str:
+    """`syntax error at line L, column C: WHAT`, placed where Python's own compiler places it.
+
+    LibCST's native parser reports the token after the mistake (the line after a missing colon or an
+    unclosed bracket) and line 1 for every tokenizer error (a bad indent, an unterminated string), so
+    Python is asked; LibCST's position is kept only for a file Python accepts."""
+    found = python_syntax_error(source)
+    if found is not None:
+        line, column, what = found
+        return f"syntax error at line {line}, column {column}: {what}"
+    return f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}"
+
+
+def python_syntax_error(source: bytes | str) -> Optional[tuple[int, int, str]]:
+    """(line, column, message) of the first syntax error Python's compiler finds in `source`, both
+    numbers 1-based; None when it finds none (or gives up: too deep, NUL bytes)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # invalid escapes and the like: not what is asked here
+        try:
+            compile(source, "<source>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except SyntaxError as exc:
+            if exc.lineno:
+                return exc.lineno, max(exc.offset or 1, 1), exc.msg
+        except (ValueError, RecursionError, MemoryError, OverflowError):
+            pass
+    return None
 
 
 def convert_python(data: bytes, path: str, rule_classes: Sequence[type[PythonRule]],

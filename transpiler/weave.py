@@ -17,6 +17,8 @@ import libcst as cst
 
 from transpiler.analysis.imports import bindings_of
 from transpiler.analysis.literals import is_main_guard
+from transpiler.files import too_deep_for_this_process
+from transpiler.python_source import parse_module, syntax_error_message
 from transpiler.skeletons_engine.render import python_literal, render_partial, schemas
 from transpiler.skeletons_engine.schema import is_identifier
 
@@ -50,10 +52,22 @@ def weave(source: str, adapter: str = "vllm", *, options: Optional[Mapping[str, 
           entry: Optional[str] = None, handoff_dir: Optional[str] = None) -> WeaveResult:
     if adapter not in ADAPTERS:
         raise WeaveError(f"unknown adapter {adapter!r} (known: {', '.join(ADAPTERS)})")
+    if too_deep_for_this_process(source.encode("utf-8")):  # LibCST's parser would crash this process
+        raise WeaveError("the script is nested too deeply for the parser (Python itself cannot compile it)")
     try:
-        module = cst.parse_module(source)
+        module = parse_module(source)
     except cst.ParserSyntaxError as exc:
-        raise WeaveError(f"the script does not parse: {exc.message} (line {exc.raw_line})") from None
+        raise WeaveError(f"the script does not parse: {syntax_error_message(source, exc)}") from None
+    except RecursionError:
+        raise WeaveError("the script is nested too deeply for the parser (RecursionError)") from None
+    try:
+        return _weave_module(module, source, adapter, options, entry, handoff_dir)
+    except RecursionError:  # a statement deep enough to parse but not to walk
+        raise WeaveError("the script is nested too deeply to weave (RecursionError)") from None
+
+
+def _weave_module(module: cst.Module, source: str, adapter: str, options: Optional[Mapping[str, Any]],
+                  entry: Optional[str], handoff_dir: Optional[str]) -> WeaveResult:
     if MARKER in source or _defines(module, {"BaseAgentAdapter", "VLLMAdapter"}):
         return WeaveResult(source, False, note="already woven: the marker or the adapter classes are present")
 
