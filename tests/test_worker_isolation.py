@@ -102,3 +102,21 @@ def test_ray_workers_import_nothing_from_the_current_folder(planted):
     assert proc.returncode == 0, proc.stderr
     assert json.loads((here / "report.json").read_text())["errors"] == []
     assert ".npu()" in (here / "out-ray" / "train_3.py").read_text()
+
+
+
+def test_a_virtualenv_inside_the_tree_being_converted_stays_on_the_workers_path(tmp_path, monkeypatch):
+    """`repo/.venv/bin/npu-port convert repo`: the interpreter's own site-packages lie inside the input
+    tree and must stay, or no worker can import its dependencies; the repository's own folders go."""
+    from transpiler.isolation import worker_sys_path
+
+    repo = tmp_path / "repo"
+    site = repo / ".venv" / "lib" / "site-packages"
+    site.mkdir(parents=True)
+    (repo / "src").mkdir()
+    monkeypatch.setattr(sys, "prefix", str(repo / ".venv"))
+    monkeypatch.setattr(sys, "path", [str(site), str(repo / "src"), str(repo), *sys.path])
+    monkeypatch.chdir(tmp_path)
+    path = worker_sys_path([str(repo)])
+    assert str(site) in path
+    assert str(repo / "src") not in path and str(repo) not in path

@@ -38,17 +38,21 @@ def _inside(path: str, root: str) -> bool:
 
 def worker_sys_path(inputs: Iterable[str] = ()) -> list[str]:
     """This process's `sys.path` without '', the current folder and any entry inside an input tree;
-    the folder that holds the tool itself stays (it may be a checkout the user runs from)."""
+    the interpreter's own folders and the one that holds the tool stay (a virtualenv or a checkout the
+    user runs from may lie inside the tree being converted)."""
     here = current_dir()
     here = _real(here) if here else None
     trees = [r for r in (_real(p) for p in inputs) if r]
+    # The interpreter's own folders (a virtualenv may well sit inside the tree being converted).
+    own = {r for r in (_real(p) for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)) if r}
     path: list[str] = []
     seen: set[str] = set()
     for entry in sys.path:
         real = _real(entry) if entry else None
         if real is None or real in seen:
             continue
-        if real != _TOOL_ROOT and (real == here or any(_inside(real, t) for t in trees)):
+        ours = real == _TOOL_ROOT or any(_inside(real, o) for o in own)
+        if not ours and (real == here or any(_inside(real, t) for t in trees)):
             continue
         seen.add(real)
         path.append(entry if os.path.isabs(entry) else real)
