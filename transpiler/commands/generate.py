@@ -17,7 +17,8 @@ from typing import Any, Optional
 import click
 import yaml
 
-from transpiler.files import atomic_write
+from transpiler.commands._write import write_output
+from transpiler.files import ReadError, read_source
 from transpiler.skeletons_engine.render import render, schemas
 from transpiler.skeletons_engine.schema import Option, OptionError, Schema
 
@@ -48,21 +49,65 @@ def schema_option(opt: Option):
                         metavar=metavar.get(opt.type))
 
 
+# A spec is a flat mapping of option names to scalars: anything bigger is refused before a message could
+# spell it out (YAML aliases count each time they are used, so a "billion laughs" document stays cheap).
+MAX_SPEC_VALUES = 10_000
+
+
 def load_spec(path: Path) -> dict[str, Any]:
     """Options from a YAML or JSON file: a mapping of option names (dashes or underscores) to values."""
+    what = "JSON" if path.suffix == ".json" else "YAML"
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        raise click.UsageError(f"--from {path}: cannot read: {exc.strerror}") from None
+        text = read_source(path).decode("utf-8-sig")
+    except ReadError as exc:
+        raise click.UsageError(f"--from {path}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise click.UsageError(f"--from {path}: not valid UTF-8 (byte {exc.start})") from None
     try:
-        data = json.loads(text) if path.suffix == ".json" else yaml.safe_load(text)
+        data = json.loads(text) if what == "JSON" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:
-        raise click.UsageError(f"--from {path}: not valid {'JSON' if path.suffix == '.json' else 'YAML'}: {exc}") from None
+        raise click.UsageError(f"--from {path}: not valid {what}: {_parse_problem(exc)}") from None
+    except RecursionError:
+        raise click.UsageError(f"--from {path}: nested too deeply to be a spec") from None
     if data is None:
         return {}
     if not isinstance(data, dict):
         raise click.UsageError(f"--from {path}: expected a mapping of option names to values")
+    if _too_many_values(data, MAX_SPEC_VALUES):
+        raise click.UsageError(f"--from {path}: more than {MAX_SPEC_VALUES} values (aliases counted each time "
+                               "they are used); a spec maps option names to single values")
+    bad_keys = [k for k in data if not isinstance(k, str)]
+    if bad_keys:
+        raise click.UsageError(f"--from {path}: option names are text, not {type(bad_keys[0]).__name__} "
+                               f"{bad_keys[0]!r}" + (" (a `~:` or `null:` key)" if bad_keys[0] is None else ""))
     return data
+
+
+def _parse_problem(exc: Exception) -> str:
+    """One line: PyYAML's messages span several, with the offending text and a caret."""
+    if isinstance(exc, yaml.MarkedYAMLError) and exc.problem:
+        mark = exc.problem_mark
+        where = f" (line {mark.line + 1}, column {mark.column + 1})" if mark is not None else ""
+        return f"{exc.problem}{where}"
+    text = " ".join(str(exc).split())
+    return text if len(text) <= 300 else text[:300] + "..."
+
+
+def _too_many_values(data: Any, limit: int) -> bool:
+    """Whether `data` holds more than `limit` values, walked without recursion and stopping at the limit
+    (a shared list is counted each time it is reached, as printing or checking it would)."""
+    stack, seen = [data], 0
+    while stack:
+        item = stack.pop()
+        seen += 1
+        if seen > limit:
+            return True
+        if isinstance(item, dict):
+            stack.extend(item.keys())
+            stack.extend(item.values())
+        elif isinstance(item, (list, tuple, set, frozenset)):
+            stack.extend(item)
+    return False
 
 
 def _make_command(schema: Schema) -> click.Command:
@@ -71,7 +116,7 @@ def _make_command(schema: Schema) -> click.Command:
         given: dict[str, Any] = load_spec(spec) if spec else {}
         spec_kind = given.pop("kind", schema.kind)
         if spec_kind != schema.kind:
-            raise click.UsageError(f"--from {spec}: the spec is for {spec_kind!r}, not {schema.kind!r}")
+            raise click.UsageError(f"--from {spec}: the spec is for {repr(spec_kind)[:60]}, not {schema.kind!r}")
         given.update({k: v for k, v in cli_values.items() if v is not None})
         extra: dict[str, Any] = {}
         config_path = _config_destination(schema, given, output, config_out, extra)
@@ -92,10 +137,10 @@ def _make_command(schema: Schema) -> click.Command:
         if output is None or str(output) == "-":
             sys.stdout.write(rendered.main)
         else:
-            atomic_write(output, rendered.main.encode("utf-8"), 0o755 if rendered.main.startswith("#!") else 0o644)
+            write_output(output, rendered.main.encode("utf-8"), 0o755 if rendered.main.startswith("#!") else 0o644)
             click.echo(f"wrote {output}", err=True)
         if config_path is not None and rendered.config is not None:
-            atomic_write(config_path, rendered.config.encode("utf-8"), 0o644)
+            write_output(config_path, rendered.config.encode("utf-8"), 0o644)
             click.echo(f"wrote {config_path}", err=True)
 
     run.__doc__ = schema.summary

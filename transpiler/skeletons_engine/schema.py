@@ -33,6 +33,12 @@ class OptionError(ValueError):
         self.problems = problems
 
 
+def _short(value: Any, limit: int = 60) -> str:
+    """A value as a message shows it: its repr, cut after `limit` characters."""
+    text = repr(value)
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
 @dataclass(frozen=True)
 class Option:
     name: str
@@ -78,26 +84,26 @@ class Option:
                 return raw
             if isinstance(raw, str) and raw.lower() in _TRUE | _FALSE:
                 return raw.lower() in _TRUE
-            raise ValueError(f"{self.flag}: expected true or false, got {raw!r}")
+            raise ValueError(f"{self.flag}: expected true or false, got {_short(raw)}")
         if t == "int":
             if isinstance(raw, bool) or isinstance(raw, float) and not raw.is_integer():
-                raise ValueError(f"{self.flag}: expected an integer, got {raw!r}")
+                raise ValueError(f"{self.flag}: expected an integer, got {_short(raw)}")
             try:
                 return int(raw)
             except (TypeError, ValueError):
-                raise ValueError(f"{self.flag}: expected an integer, got {raw!r}") from None
+                raise ValueError(f"{self.flag}: expected an integer, got {_short(raw)}") from None
         if t == "float":
             if isinstance(raw, bool):
-                raise ValueError(f"{self.flag}: expected a number, got {raw!r}")
+                raise ValueError(f"{self.flag}: expected a number, got {_short(raw)}")
             try:
                 value = float(raw)
             except (TypeError, ValueError):
-                raise ValueError(f"{self.flag}: expected a number, got {raw!r}") from None
+                raise ValueError(f"{self.flag}: expected a number, got {_short(raw)}") from None
             if not math.isfinite(value):
-                raise ValueError(f"{self.flag}: expected a finite number, got {raw!r}")
+                raise ValueError(f"{self.flag}: expected a finite number, got {_short(raw)}")
             return value
         if not isinstance(raw, str):
-            raise ValueError(f"{self.flag}: expected text, got {type(raw).__name__} {raw!r}")
+            raise ValueError(f"{self.flag}: expected text, got {type(raw).__name__} {_short(raw)}")
         if len(raw) > self.max_length:
             raise ValueError(f"{self.flag}: longer than {self.max_length} characters")
         if "\x00" in raw:
@@ -106,12 +112,12 @@ class Option:
             # OmegaConf/Hydra would resolve it as an interpolation (${oc.env:...}) instead of keeping the text.
             raise ValueError(f"{self.flag}: '${{' is not allowed (OmegaConf would resolve it as an interpolation)")
         if t == "choice" and raw not in self.choices:
-            raise ValueError(f"{self.flag}: {raw!r} is not one of {', '.join(self.choices)}")
+            raise ValueError(f"{self.flag}: {_short(raw)} is not one of {', '.join(self.choices)}")
         if t == "identifier" and not is_identifier(raw):
-            raise ValueError(f"{self.flag}: {raw!r} is not a Python identifier (letters, digits, '_'; "
+            raise ValueError(f"{self.flag}: {_short(raw)} is not a Python identifier (letters, digits, '_'; "
                              "not a keyword)")
         if t == "config_name" and not _CONFIG_NAME.match(raw):
-            raise ValueError(f"{self.flag}: {raw!r} is not a config name (letters, digits, '_', '-', '.'; "
+            raise ValueError(f"{self.flag}: {_short(raw)} is not a config name (letters, digits, '_', '-', '.'; "
                              "no path separators)")
         return raw
 
@@ -171,10 +177,13 @@ class Schema:
         problems = []
         values = self.defaults()
         for key, raw in given.items():
+            if not isinstance(key, str):  # `~: 1` or `1: 2` in a --from spec
+                problems.append(f"option names are text, not {type(key).__name__} {_short(key)}")
+                continue
             name = key.replace("-", "_")
             opt = self.options.get(name)
             if opt is None:
-                problems.append(f"unknown option {key!r} for {self.kind} (known: {', '.join(self.options)})")
+                problems.append(f"unknown option {_short(key)} for {self.kind} (known: {', '.join(self.options)})")
                 continue
             try:
                 values[name] = opt.coerce(raw)
