@@ -16,6 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
+from transpiler.files import ReadError, read_source
 from transpiler.mapping import available_targets
 from transpiler.runner import RunConfig, RunResult, SourceFile, discover, run
 from transpiler.settings import Settings
@@ -172,11 +173,12 @@ def find_config_file(paths: Iterable[Path]) -> Optional[Path]:
 
 
 def _has_tool_table(path: Path) -> bool:
+    # Bytes: a pyproject.toml with the table but not valid UTF-8 is reported by read_config_file, not skipped.
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError):
+        data = read_source(path)
+    except ReadError:
         return False
-    return re.search(r'^\s*\[\s*tool\s*\.\s*(npu-port|"npu-port")\s*[\].]', text, re.M) is not None
+    return re.search(rb'^\s*\[\s*tool\s*\.\s*(npu-port|"npu-port")\s*[\].]', data, re.M) is not None
 
 
 def _key_line(text: str, key: str, in_tool_table: bool) -> int:
@@ -205,16 +207,28 @@ def _key_line(text: str, key: str, in_tool_table: bool) -> int:
 def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, Source]]:
     """Validated values of one file, keyed by the canonical (kebab-case) key, with their lines."""
     try:
-        text = path.read_text(encoding="utf-8")
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot read: {exc}") from None
+        text = read_source(path).decode("utf-8-sig")  # a BOM, as Windows editors write it, is no error
+    except ReadError as exc:
+        raise ConfigError(f"{path}: {exc}") from None
+    except UnicodeDecodeError as exc:
+        raise ConfigError(f"{path}: cannot read: not valid UTF-8 (byte {exc.start})") from None
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:
         raise ConfigError(f"{path}: not valid TOML: {exc}") from None
+    except ValueError as exc:  # valid TOML Python cannot hold: an integer of thousands of digits
+        raise ConfigError(f"{path}: cannot read: {str(exc).split(';')[0]}") from None
+    except RecursionError:
+        raise ConfigError(f"{path}: cannot read: nested too deeply") from None
     in_tool = path.name == "pyproject.toml"
-    table = doc.get("tool", {}).get("npu-port", {}) if in_tool else doc
+    table: Any = doc
+    if in_tool:
+        tool = doc.get("tool")
+        table = tool.get("npu-port", {}) if isinstance(tool, dict) else {}
     prefix = "[tool.npu-port] " if in_tool else ""
+    if not isinstance(table, dict):  # `"npu-port" = 3` under [tool], or an array of tables
+        raise ConfigError(f"{path}:{_key_line(text, 'npu-port', False)}: tool.npu-port must be a table "
+                          f"([tool.npu-port]), got {type(table).__name__}")
     values: dict[str, Any] = {}
     sources: dict[str, Source] = {}
     for raw_key, value in table.items():
@@ -228,6 +242,8 @@ def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, Source]]:
         expected = spec.check(value)
         if expected:
             raise ConfigError(f"{where}: {prefix}{raw_key}: expected {expected}, got {value!r}")
+        if spec.is_path and isinstance(value, list) and "" in value:
+            raise ConfigError(f"{where}: {prefix}{raw_key}: an empty file name")
         if spec.is_path and value:
             value = ([_resolve(path.parent, v) for v in value] if isinstance(value, list)
                      else _resolve(path.parent, value))

@@ -88,6 +88,13 @@ def validate_config(config: ProjectConfig) -> None:
         _check_rule_names(rules, f"{config.sources['per-file-ignores']}: per-file-ignores {glob!r}")
     for path in config["rules"]:
         load_user_tables(Path(path), config["target"])
+    if config["runtime-env"]:  # the flag's value is checked as it is parsed; the file's here
+        from codemods.ray_runtime_env import ProfileError, load_profile  # only when one is set
+
+        try:
+            load_profile(config["target"], str(config["runtime-env"]))
+        except ProfileError as exc:
+            raise ConfigError(f"{config.sources['runtime-env']}: runtime-env: {exc}") from None
 
 
 def _check_rule_names(names, where: str) -> None:
