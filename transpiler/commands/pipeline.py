@@ -16,6 +16,7 @@ from transpiler.commands._options import runtime_env_option, split_csv
 from transpiler.commands.standalone import _scripts_in
 from transpiler.config import load_config
 from transpiler.engine import Engine
+from transpiler.commands._write import why_unwritable, write_output
 from transpiler.files import atomic_write
 from transpiler.mapping import available_targets
 from transpiler.render import print_findings, stderr_console
@@ -26,6 +27,7 @@ from transpiler.standalone.resolver import split_packages
 from transpiler.weave import ADAPTERS, WeaveError, weave
 
 EXIT_OK, EXIT_FAILED = 0, 1
+_PROBLEMS_SHOWN = 5  # of a script that cannot be made standalone, on its one line
 
 
 @click.command()
@@ -73,7 +75,12 @@ def pipeline(source, target, strip, search_paths, adapter, entry, runtime_env, o
         stage_outcomes, data = _build(path, dest, packages, list(search_paths), adapter, entry, engine)
         outcomes.extend(stage_outcomes)
         if data is not None:
-            atomic_write(dest, data, path.stat().st_mode & 0o7777)
+            try:
+                atomic_write(dest, data, path.stat().st_mode & 0o7777)
+            except OSError as exc:
+                outcomes.append(FileOutcome(str(path), "failed",
+                                            error=f"cannot write {dest}: {why_unwritable(dest, exc)}"))
+                continue
             written[dest] = data
     if written:
         outcomes.extend(_check_written(written, target, packages))
@@ -84,8 +91,8 @@ def pipeline(source, target, strip, search_paths, adapter, entry, runtime_env, o
                   f"{len(jobs) - len(written)} failed; {changes} changes; check: {errors} errors; "
                   f"{time.perf_counter() - started:.2f}s")
     if report_path:
-        report_path.write_text(findings_to_json(outcomes, command="pipeline", target=target,
-                                                scripts=len(jobs), written=len(written)), encoding="utf-8")
+        write_output(report_path, findings_to_json(outcomes, command="pipeline", target=target, scripts=len(jobs),
+                                                   written=len(written)).encode("utf-8"), what="--report")
     clean = len(written) == len(jobs) and not any(
         o.status == "failed" or any(f.severity == "error" for f in o.findings) for o in outcomes)
     sys.exit(EXIT_OK if clean else EXIT_FAILED)
@@ -120,8 +127,10 @@ def _build(path: Path, dest: Path, packages, search_paths, adapter: str, entry: 
     try:
         result = make_standalone(path, packages, search_paths, allow_unresolved=False)
     except StandaloneError as exc:
-        return [FileOutcome(str(path), "failed", error="standalone: " + "; ".join(
-            p.render() for p in exc.problems))], None
+        shown = [p.render() for p in exc.problems[:_PROBLEMS_SHOWN]]
+        if len(exc.problems) > _PROBLEMS_SHOWN:
+            shown.append(f"and {len(exc.problems) - _PROBLEMS_SHOWN} more (`npu-port standalone` lists them all)")
+        return [FileOutcome(str(path), "failed", error="standalone: " + "; ".join(shown))], None
     outcomes = [FileOutcome(str(path), "converted" if result.changed else "unchanged",
                             [p.to_finding() for p in result.findings], language="python")]
     try:

@@ -10,6 +10,7 @@ import click
 
 from transpiler.commands._options import rule_options, split_csv
 from transpiler.engine import Engine
+from transpiler.commands._write import why_unwritable
 from transpiler.files import SKIP_DIRS, atomic_write, walk
 from transpiler.registry import UnknownRuleError, select_rules
 from transpiler.render import print_findings, stderr_console
@@ -113,7 +114,11 @@ def _one(path: Path, dest: Optional[Path], packages, search_paths, allow_unresol
         sys.stdout.buffer.write(data)
         sys.stdout.flush()
     else:
-        atomic_write(dest, data, path.stat().st_mode & 0o7777)
+        try:
+            atomic_write(dest, data, path.stat().st_mode & 0o7777)
+        except OSError as exc:
+            errors.print(f"error: {path}: cannot write {dest}: {why_unwritable(dest, exc)}", markup=False)
+            return False
     if result.modules:
         count = len(result.modules)
         console.print(f"{path}: inlined {count} module{'s' if count > 1 else ''} ({', '.join(result.modules)})"

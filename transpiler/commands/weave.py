@@ -9,7 +9,8 @@ from typing import Any, Optional
 import click
 
 from transpiler.commands.generate import schema_option, load_spec
-from transpiler.files import ReadError, atomic_write, read_source
+from transpiler.commands._write import write_output
+from transpiler.files import ReadError, read_source
 from transpiler.render import unified_diff
 from transpiler.skeletons_engine.render import schemas
 from transpiler.skeletons_engine.schema import OptionError
@@ -72,8 +73,8 @@ def weave_command(script: Path, adapter: str, output: Optional[Path], in_place: 
         sys.stdout.write(unified_diff(str(script), source.encode("utf-8"), result.source.encode("utf-8")))
     elif in_place:
         if result.changed:
-            atomic_write(script, result.source.encode("utf-8"))
+            write_output(script, result.source.encode("utf-8"))
     elif output:
-        atomic_write(output, result.source.encode("utf-8"))
+        write_output(output, result.source.encode("utf-8"))
     else:
         sys.stdout.write(result.source)
