@@ -126,6 +126,9 @@ def test_deep_nesting_on_stdin_and_in_check_is_an_error_not_a_crash(work):
     proc = _cli("check", "chain.py", cwd=work)  # one job: parsed in this process
     assert proc.returncode == 1, proc.stderr
     assert b"nested too deeply" in proc.stdout + proc.stderr
+    # In a worker too (which allows deeper recursion): refused at once, not a crash after a minute.
+    proc = _cli("convert", "chain.py", "--out", "chain_npu.py", cwd=work)
+    assert proc.returncode == 1 and b"nested too deeply" in proc.stderr, proc.stderr
 
 
 def test_stdin_is_bounded(work):

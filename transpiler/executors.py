@@ -209,7 +209,7 @@ class InlineExecutor:
         self._done: list[Result] = []
 
     def submit(self, task: Task) -> None:
-        self._done.append(convert_task(task, *self.jobs[task.group], in_process=True))
+        self._done.append(convert_task(task, *self.jobs[task.group]))
 
     def poll(self, wait_s: float) -> list[Result]:
         done, self._done = self._done, []

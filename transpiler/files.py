@@ -149,14 +149,27 @@ def too_deep_for_this_process(data: bytes) -> bool:
     if bracket_depth_exceeds(data):
         return True
     import ast
+    import sys
+    import warnings
 
+    # The user's Python compiles with the default limit; workers raise theirs, which would let ast
+    # go as deep as LibCST cannot.
+    limit = sys.getrecursionlimit()
     try:
-        ast.parse(data)
+        sys.setrecursionlimit(_DEFAULT_RECURSION_LIMIT)
+        with warnings.catch_warnings():  # "\d" in a string: Python's concern, not a reason to print
+            warnings.simplefilter("ignore")
+            ast.parse(data)
     except (RecursionError, MemoryError):
         return True
     except (SyntaxError, ValueError):
         pass
+    finally:
+        sys.setrecursionlimit(limit)
     return False
+
+
+_DEFAULT_RECURSION_LIMIT = 1000
 
 
 _OPENERS = frozenset(b"([{")

@@ -101,10 +101,9 @@ def engine_for(settings: Settings, rules: Optional[Sequence[type[Rule]]]) -> Eng
     return engine
 
 
-def convert_task(task: Task, settings: Settings, rules: Optional[Sequence[type[Rule]]] = None,
-                 in_process: bool = False) -> Result:
-    """`in_process`: no isolated worker stands between a parser crash and the user's run, so input
-    that could crash the parser is refused first."""
+def convert_task(task: Task, settings: Settings, rules: Optional[Sequence[type[Rule]]] = None) -> Result:
+    """Input that could crash LibCST's parser is refused first: in this process (stdin, inline runs)
+    a crash would end the run without a word, and in a worker it would cost a minute or a timeout."""
     def failed(error: str, digest: Optional[str] = None) -> Result:
         return Result(task.index, FileOutcome(task.display, "failed", error=error, language=task.language),
                       None, digest)
@@ -118,7 +117,7 @@ def convert_task(task: Task, settings: Settings, rules: Optional[Sequence[type[R
     digest = digest_of(data)
     if task.language == "python" and bracket_depth_exceeds(data):
         return failed("brackets nested too deeply for the parser (more than 200 levels)", digest)
-    if in_process and task.language == "python" and too_deep_for_this_process(data):
+    if task.language == "python" and too_deep_for_this_process(data):
         return failed("nested too deeply for the parser (Python itself cannot compile it)", digest)
     try:
         engine = engine_for(settings, rules)

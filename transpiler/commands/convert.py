@@ -16,6 +16,7 @@ import click
 from transpiler.cache import Cache, default_cache_dir
 from transpiler.commands._bulk_options import bulk_options
 from transpiler.commands._options import rule_options, runtime_env_option
+from transpiler.commands._write import why_unwritable
 from transpiler.commands.config import config_file_options, resolve_config, rules_file_option
 from transpiler.config import discover_files, run_configured
 from transpiler.engine import Converted
@@ -187,7 +188,7 @@ def _convert_stdin(settings: Settings, show_diff: bool) -> FileOutcome:
     data = sys.stdin.buffer.read(settings.max_bytes + 1)
     if len(data) > settings.max_bytes:
         raise click.ClickException(f"stdin: more than {settings.max_bytes} bytes (see --max-bytes)")
-    result = convert_task(Task(0, "-", "<stdin>", "python", data=data), settings, in_process=True)
+    result = convert_task(Task(0, "-", "<stdin>", "python", data=data), settings)
     if show_diff:
         if result.output is not None:
             sys.stdout.write(unified_diff("<stdin>", data, result.output))
@@ -227,7 +228,10 @@ class _Writer:
             result.outcome.error = str(exc)
         except (OSError, WriteRefused) as exc:
             result.outcome.status = "failed"
-            detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
+            if isinstance(exc, OSError) and self.out is not None:
+                detail = why_unwritable(self.destination(src), exc)
+            else:
+                detail = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
             result.outcome.error = f"cannot write the output: {detail}"
 
     def _write(self, src: SourceFile, result: Converted, original: Optional[bytes]) -> None:
