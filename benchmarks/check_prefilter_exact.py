@@ -16,9 +16,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from transpiler.engine import CONVERTERS, Engine  # noqa: E402
-from transpiler.files import language_of, walk  # noqa: E402
-from transpiler.settings import Settings  # noqa: E402
+from npu_port.transpiler.core.engine import CONVERTERS, Engine  # noqa: E402
+from npu_port.transpiler.core.files import language_of, walk  # noqa: E402
+from npu_port.transpiler.core.settings import Settings  # noqa: E402
 
 
 def check(tree: Path, settings: Settings) -> int:

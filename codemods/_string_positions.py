@@ -6,10 +6,10 @@ from typing import ClassVar, Optional
 
 import libcst as cst
 
-from codemods._base import PythonRule
-from transpiler.analysis.positions import PositionFinder, PositionPolicy, string_leaves
-from transpiler.cst_walk import transform
-from transpiler.mapping import load_table
+from npu_port.transpiler.core.rules import PythonRule
+from npu_port.transpiler.analysis.positions import PositionFinder, PositionPolicy, string_leaves
+from npu_port.transpiler.core.cst_walk import transform
+from npu_port.transpiler.tables.mapping import load_table
 
 
 class StringPositionRule(PythonRule):

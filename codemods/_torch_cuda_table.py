@@ -6,8 +6,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional
 
-from transpiler.analysis.imports import Binding
-from transpiler.mapping import load_table, table_rows
+from npu_port.transpiler.analysis.imports import Binding
+from npu_port.transpiler.tables.mapping import load_table, table_rows
 
 CUDA_ROOT = "torch.cuda"
 

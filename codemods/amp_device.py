@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-from codemods._base import CUDA_WORD
+from npu_port.transpiler.core.rules import CUDA_WORD
 
 from typing import Optional
 
-from codemods._string_positions import StringPositionRule
-from codemods.device_string import npu_device_text
+from npu_port.codemods._string_positions import StringPositionRule
+from npu_port.codemods.device_string import npu_device_text
 
 
 class AmpDevice(StringPositionRule):

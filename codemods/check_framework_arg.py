@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods._base import PythonRule
-from codemods._framework_facts import INVENTED_NAMES, invented_names_in
+from npu_port.transpiler.core.rules import PythonRule
+from npu_port.transpiler.tables.framework_facts import INVENTED_NAMES, invented_names_in
 
 
 class UnknownFrameworkArg(PythonRule):

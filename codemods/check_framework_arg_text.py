@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from codemods._base import TextRule
-from codemods._framework_facts import INVENTED_NAMES, code_part, invented_names_in
+from npu_port.transpiler.core.rules import TextRule
+from npu_port.transpiler.tables.framework_facts import INVENTED_NAMES, code_part, invented_names_in
 
 
 class _InventedNames(TextRule):

@@ -7,34 +7,16 @@ from typing import Optional
 
 import libcst as cst
 
-from codemods._base import PythonRule
-from transpiler import api_facts
-from transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.core.rules import PythonRule
+from npu_port.transpiler.tables import api_facts
+from npu_port.transpiler.tables.api_facts import missing_npu_name
+from npu_port.transpiler.analysis.imports import dotted_name
 
 _ROOTS = ("torch.npu", "torch_npu")
 
 
 def _is_npu_name(qualified: str) -> bool:
     return any(qualified == r or qualified.startswith(r + ".") for r in _ROOTS)
-
-
-def missing_npu_name(qualified: str) -> Optional[tuple[str, str]]:
-    """(module, name) when `qualified` names something torch_npu lacks, else None.
-
-    Only the part the snapshot can vouch for is judged: the first name after the longest recorded
-    module. What follows a class or function (`torch.npu.Stream.query`) is not checked.
-    """
-    facts = api_facts.load("torch_npu")
-    parts = qualified.split(".")
-    module_end = 0
-    for cut in range(len(parts), 0, -1):
-        if facts.knows_module(".".join(parts[:cut])):
-            module_end = cut
-            break
-    if module_end == 0 or module_end == len(parts):
-        return None
-    module, name = ".".join(parts[:module_end]), parts[module_end]
-    return None if facts.has(module, name) else (module, name)
 
 
 class UnknownNpuApi(PythonRule):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods._base import PythonRule
-from transpiler.analysis.import_policy import parse_for_imports, relative_imports
+from npu_port.transpiler.core.rules import PythonRule
+from npu_port.transpiler.analysis.import_policy import parse_for_imports, relative_imports
 
 
 class RelativeImport(PythonRule):

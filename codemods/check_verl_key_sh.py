@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from typing import Iterator, Optional
 
-from codemods._base import TextRule
-from codemods._framework_facts import code_part
-from codemods._verl_keys import config_names, unknown_key
+from npu_port.transpiler.core.rules import TextRule
+from npu_port.transpiler.tables.framework_facts import code_part
+from npu_port.transpiler.tables.verl_keys import config_names, unknown_key
 
 # The entry points that compose VERL's ppo_trainer / ppo_megatron_trainer config.
 _ENTRY = re.compile(r"(?:^|[\s/])verl[./]trainer[./]main_ppo(?:\.py)?$")

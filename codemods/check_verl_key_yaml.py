@@ -7,8 +7,8 @@ from typing import Iterator
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 
-from codemods._base import TextRule
-from codemods._verl_keys import looks_like_verl_config, unknown_key
+from npu_port.transpiler.core.rules import TextRule
+from npu_port.transpiler.tables.verl_keys import looks_like_verl_config, unknown_key
 
 _SKIP_TOP = frozenset({"defaults", "hydra"})
 

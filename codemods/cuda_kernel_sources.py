@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from codemods._base import TextRule
-from transpiler.text_edits import LineIndex
+from npu_port.transpiler.core.rules import TextRule
+from npu_port.transpiler.text.text_edits import LineIndex
 
 # Comments and literals, blanked before searching so that a `__global__` in a comment is not a kernel.
 _COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"|\'(?:[^\'\\\n]|\\.)*\'', re.S)

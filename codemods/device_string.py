@@ -1,11 +1,11 @@
 from __future__ import annotations
 
-from codemods._base import CUDA_WORD
+from npu_port.transpiler.core.rules import CUDA_WORD
 
 import re
 from typing import Optional
 
-from codemods._string_positions import StringPositionRule
+from npu_port.codemods._string_positions import StringPositionRule
 
 _CUDA_DEVICE = re.compile(r"^cuda(?=$|:)")
 

@@ -6,10 +6,10 @@ from typing import Optional
 
 import libcst as cst
 
-from codemods._base import PythonContext, PythonRule
-from transpiler.analysis.env_positions import EnvName, EnvPositions
-from transpiler.analysis.literals import string_value, with_string_value
-from codemods._env_table import EnvVarTable, env_triggers
+from npu_port.transpiler.core.rules import PythonContext, PythonRule
+from npu_port.transpiler.analysis.env_positions import EnvName, EnvPositions
+from npu_port.transpiler.analysis.literals import string_value, with_string_value
+from npu_port.codemods._env_table import EnvVarTable, env_triggers
 
 class EnvVarNames(PythonRule):
     """Rename CUDA/NCCL environment variables where Python code reads or sets them.

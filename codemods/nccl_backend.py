@@ -5,8 +5,8 @@ from typing import Optional
 
 import libcst as cst
 
-from codemods._string_positions import StringPositionRule
-from transpiler.analysis.imports import dotted_expr, dotted_name
+from npu_port.codemods._string_positions import StringPositionRule
+from npu_port.transpiler.analysis.imports import dotted_expr, dotted_name
 
 _IS_NCCL = "torch.distributed.is_nccl_available"
 _IS_HCCL = "torch_npu.distributed.is_hccl_available"  # torch_npu/distributed/__init__.py (torch-npu 2.14)

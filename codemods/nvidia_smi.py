@@ -10,8 +10,8 @@ from typing import Optional
 
 import libcst as cst
 
-from codemods._base import PythonRule
-from transpiler.mapping import load_table
+from npu_port.transpiler.core.rules import PythonRule
+from npu_port.transpiler.tables.mapping import load_table
 
 # How each callable treats its command. "run": output goes to the terminal or nowhere, only the exit
 # status can be read; "read": the caller gets the output; "which": looks the program up on PATH.

@@ -7,9 +7,9 @@ from typing import Iterator
 
 import libcst as cst
 
-from codemods._base import PythonContext, PythonRule
-from codemods.ray_support import RayTable, ResourceMaps
-from transpiler.analysis.literals import string_value, with_string_value
+from npu_port.transpiler.core.rules import PythonContext, PythonRule
+from npu_port.codemods.ray_support import RayTable, ResourceMaps
+from npu_port.transpiler.analysis.literals import string_value, with_string_value
 
 _LOOKUP_METHODS = frozenset({"get", "pop", "setdefault"})
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from transpiler.mapping import load_table
-from transpiler.shell import ShellRule, Script, preamble_end, python_launch
+from npu_port.transpiler.tables.mapping import load_table
+from npu_port.transpiler.text.shell import ShellRule, Script, preamble_end, python_launch
 
 _LAUNCHED = re.compile(r"(python(\d+(\.\d+)?)?|torchrun|ray|vllm|accelerate|deepspeed)$")
 

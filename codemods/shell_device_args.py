@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from codemods._base import CUDA_WORD
+from npu_port.transpiler.core.rules import CUDA_WORD
 
 import re
 
-from transpiler.mapping import load_table
-from transpiler.shell import ShellRule, Script, option_values, python_launch, token_span
+from npu_port.transpiler.tables.mapping import load_table
+from npu_port.transpiler.text.shell import ShellRule, Script, option_values, python_launch, token_span
 
 _CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from transpiler.mapping import load_table
-from transpiler.shell import ShellRule, Script, option_values
+from npu_port.transpiler.tables.mapping import load_table
+from npu_port.transpiler.text.shell import ShellRule, Script, option_values
 
 _ENGINES = ("docker", "podman", "nerdctl")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Optional
 
-from codemods._env_table import EnvVarRow, EnvVarTable, env_triggers
-from transpiler.shell import ASSIGNMENT_RE, NAME_RE, Command, ShellRule, Script, Word
+from npu_port.codemods._env_table import EnvVarRow, EnvVarTable, env_triggers
+from npu_port.transpiler.text.shell import ASSIGNMENT_RE, NAME_RE, Command, ShellRule, Script, Word
 
 
 def env_lookup(options, name: str, value: Optional[str] = None) -> Optional[EnvVarRow]:

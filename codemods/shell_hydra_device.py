@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from codemods._base import CUDA_WORD
+from npu_port.transpiler.core.rules import CUDA_WORD
 
 import re
 
-from transpiler.mapping import load_table
-from transpiler.shell import TEXT_COMMANDS, ShellRule, Script, token_span
+from npu_port.transpiler.tables.mapping import load_table
+from npu_port.transpiler.text.shell import TEXT_COMMANDS, ShellRule, Script, token_span
 
 
 class ShellHydraDevice(ShellRule):

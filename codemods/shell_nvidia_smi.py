@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from transpiler.mapping import load_table
-from transpiler.shell import TEXT_COMMANDS, ShellRule, Script
+from npu_port.transpiler.tables.mapping import load_table
+from npu_port.transpiler.text.shell import TEXT_COMMANDS, ShellRule, Script
 
 _LOOKUPS = ("command", "which", "type", "hash")
 

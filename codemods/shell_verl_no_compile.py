@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from transpiler.mapping import load_table
-from transpiler.shell import Script, ShellRule, python_launch
+from npu_port.transpiler.tables.mapping import load_table
+from npu_port.transpiler.text.shell import Script, ShellRule, python_launch
 
 _USER_ARGS = re.compile(r'"?\$[@*]"?|"?\$\{[@*]\}"?')
 

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from transpiler.mapping import load_table
-from transpiler.shell import Script, ShellRule, preamble_end, python_launch
+from npu_port.transpiler.tables.mapping import load_table
+from npu_port.transpiler.text.shell import Script, ShellRule, preamble_end, python_launch
 
 
 def runs_vllm(script: Script) -> bool:

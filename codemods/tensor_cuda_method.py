@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from codemods._base import CUDA_WORD, PythonRule
+from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
 
 
 class TensorCudaMethod(PythonRule):

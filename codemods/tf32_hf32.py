@@ -8,9 +8,9 @@ from typing import Optional
 
 import libcst as cst
 
-from codemods._base import PythonRule
-from transpiler.analysis.imports import dotted_expr, dotted_name
-from transpiler.mapping import load_table
+from npu_port.transpiler.core.rules import PythonRule
+from npu_port.transpiler.analysis.imports import dotted_expr, dotted_name
+from npu_port.transpiler.tables.mapping import load_table
 
 _PREFIXES = ("torch.backends.cuda.", "torch.backends.cudnn.")
 

@@ -5,9 +5,9 @@ from typing import Optional, Sequence
 
 import libcst as cst
 
-from codemods._base import CUDA_WORD, PythonRule
-from transpiler.analysis.imports import dotted_name
-from transpiler.cst_walk import transform
+from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
+from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.core.cst_walk import transform
 
 # Signs that a file already uses the NPU without importing torch_npu (e.g. ported by hand).
 _USES_NPU = re.compile(r"torch\.npu|from torch import npu|\.npu\(|\.is_npu\b")

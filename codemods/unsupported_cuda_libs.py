@@ -8,9 +8,9 @@ from typing import Iterator, Optional
 
 import libcst as cst
 
-from codemods._base import PythonRule
-from transpiler.analysis.imports import dotted_name, iter_scope_statements
-from transpiler.mapping import load_table
+from npu_port.transpiler.core.rules import PythonRule
+from npu_port.transpiler.analysis.imports import dotted_name, iter_scope_statements
+from npu_port.transpiler.tables.mapping import load_table
 
 # Exceptions whose handler makes an import optional: the code already runs without the library.
 _IMPORT_GUARDS = {"ImportError", "ModuleNotFoundError", "Exception", "BaseException"}

@@ -9,10 +9,10 @@ from typing import Optional
 
 import libcst as cst
 
-from codemods._base import CUDA_WORD, PythonContext, PythonRule
-from transpiler.analysis.imports import dotted_name
-from transpiler.analysis.literals import string_value, with_string_value
-from transpiler.mapping import MappingError, load_table
+from npu_port.transpiler.core.rules import CUDA_WORD, PythonContext, PythonRule
+from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.analysis.literals import string_value, with_string_value
+from npu_port.transpiler.tables.mapping import MappingError, load_table
 
 _LIST_METHODS = frozenset({"append", "insert", "extend"})
 

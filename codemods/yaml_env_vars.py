@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from codemods._env_table import env_triggers
-from codemods.shell_env_vars import env_lookup
-from transpiler.yaml_edit import YamlDocument, YamlRule
+from npu_port.codemods._env_table import env_triggers
+from npu_port.codemods.shell_env_vars import env_lookup
+from npu_port.transpiler.text.yaml_edit import YamlDocument, YamlRule
 
 
 class YamlEnvVars(YamlRule):

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from transpiler.text_edits import Edit
-from transpiler.yaml_edit import YamlDocument, YamlRule
+from npu_port.transpiler.text.text_edits import Edit
+from npu_port.transpiler.text.yaml_edit import YamlDocument, YamlRule
 
 
 class YamlRayResources(YamlRule):

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from codemods._base import CUDA_WORD
+from npu_port.transpiler.core.rules import CUDA_WORD
 
-from transpiler.yaml_edit import YamlDocument, YamlRule
+from npu_port.transpiler.text.yaml_edit import YamlDocument, YamlRule
 
 # Top-level sections of a VERL trainer config (verl/trainer/config/ppo_trainer.yaml).
 _VERL_SECTIONS = ("actor_rollout_ref", "critic", "algorithm", "reward_model")

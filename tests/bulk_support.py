@@ -13,7 +13,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from codemods._base import PythonRule
+from npu_port.transpiler.core.rules import PythonRule
 
 
 class HazardRule(PythonRule):

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from transpiler import api_facts
-from transpiler import api_snapshot as snap
+from npu_port.transpiler.tables import api_facts
+from tools import api_snapshot as snap
 
 EXPECTED_VERSIONS = {
     "torch_npu": "2.14.0",

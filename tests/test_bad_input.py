@@ -7,9 +7,9 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from transpiler.cli import cli
-from transpiler.engine import Engine
-from transpiler.settings import Settings
+from npu_port.transpiler.cli import cli
+from npu_port.transpiler.core.engine import Engine
+from npu_port.transpiler.core.settings import Settings
 
 GOOD = b"import torch\nx = torch.zeros(2).cuda()\n"
 

@@ -13,11 +13,11 @@ from click.testing import CliRunner
 
 from bulk_support import (EXPECTED_FAILURES, HAZARD_FAILURES, SMALL_MAX_BYTES, HazardRule, build_tree,
                           tree_digest)
-from transpiler import registry
-from transpiler.cli import cli
-from transpiler.engine import Engine
-from transpiler.files import language_of
-from transpiler.settings import Settings
+from npu_port.transpiler.core import registry
+from npu_port.transpiler.cli import cli
+from npu_port.transpiler.core.engine import Engine
+from npu_port.transpiler.core.files import language_of
+from npu_port.transpiler.core.settings import Settings
 
 
 def convert(*args: str):

@@ -8,7 +8,7 @@ from libcst.metadata import MetadataWrapper, PositionProvider
 
 from bulk_support import CUDA_MODEL
 from fixture_cases import all_cases
-from transpiler.analysis.locations import NodeLocations
+from npu_port.transpiler.analysis.locations import NodeLocations
 
 SOURCES = [c.input.read_bytes() for c in all_cases() if c.input.suffix == ".py"] + [
     CUDA_MODEL.format(i=1).encode(),

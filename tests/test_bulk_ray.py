@@ -10,8 +10,8 @@ import pytest
 from click.testing import CliRunner
 
 from bulk_support import HAZARD_FAILURES, SMALL_MAX_BYTES, HazardRule, build_tree, tree_digest
-from transpiler import registry
-from transpiler.cli import cli
+from npu_port.transpiler.core import registry
+from npu_port.transpiler.cli import cli
 
 ray = pytest.importorskip("ray")
 

@@ -9,12 +9,12 @@ import time
 import pytest
 
 from bulk_support import CUDA_MODEL, PLAIN_MODULE
-from transpiler import runner
-from transpiler.cache import Cache, fingerprint
-from transpiler.engine import Engine
-from transpiler.files import bracket_depth_exceeds, python2_hint
-from transpiler.runner import RunConfig, discover, run
-from transpiler.settings import Settings
+from npu_port.transpiler.bulk import runner
+from npu_port.transpiler.bulk.cache import Cache, fingerprint
+from npu_port.transpiler.core.engine import Engine
+from npu_port.transpiler.core.files import bracket_depth_exceeds, python2_hint
+from npu_port.transpiler.bulk.runner import RunConfig, discover, run
+from npu_port.transpiler.core.settings import Settings
 
 SETTINGS = Settings(jobs=2)
 
@@ -32,7 +32,7 @@ class _Recording:
     """An executor stand-in that converts in process and records the order files were given in."""
 
     def __init__(self, *args, **kwargs):
-        from transpiler.worker import convert_task
+        from npu_port.transpiler.bulk.worker import convert_task
 
         self._convert = convert_task
         self.given, self._done = [], []
@@ -136,7 +136,7 @@ def test_a_file_modified_just_before_the_index_was_written_is_read_again(tmp_pat
 
 
 def test_a_run_keeps_only_the_most_recently_used_fingerprint_folders(tmp_path):
-    from transpiler.cache import KEEP_FINGERPRINTS
+    from npu_port.transpiler.bulk.cache import KEEP_FINGERPRINTS
 
     src = _tree(tmp_path)
     cache_root = tmp_path / "cache"
@@ -185,7 +185,7 @@ def test_progress_is_a_bar_on_a_terminal_plain_lines_in_logs_and_nothing_when_qu
 
     from rich.console import Console
 
-    from transpiler.progress import BarReporter, LineReporter, Reporter, reporter_for
+    from npu_port.transpiler.output.progress import BarReporter, LineReporter, Reporter, reporter_for
 
     assert isinstance(reporter_for(Console(file=io.StringIO(), force_terminal=True), quiet=False), BarReporter)
     assert type(reporter_for(Console(file=io.StringIO(), force_terminal=True), quiet=True)) is Reporter
@@ -202,7 +202,7 @@ def test_progress_is_a_bar_on_a_terminal_plain_lines_in_logs_and_nothing_when_qu
 
 
 def test_the_default_cache_stays_out_of_an_input_tree_that_must_not_change(tmp_path, monkeypatch):
-    from transpiler.cache import CACHE_DIR_NAME, default_cache_dir
+    from npu_port.transpiler.bulk.cache import CACHE_DIR_NAME, default_cache_dir
 
     src = tmp_path / "repo"
     src.mkdir()

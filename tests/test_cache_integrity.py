@@ -16,7 +16,7 @@ import pytest
 from click.testing import CliRunner
 
 from bulk_support import CUDA_MODEL, PLAIN_MODULE, tree_digest
-from transpiler.cli import cli
+from npu_port.transpiler.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 HUMAN = "import torch\nimport cupy\n\ndef f(x):\n    torch.cuda.set_device(0)\n    return x.cuda()\n"
@@ -273,7 +273,7 @@ def test_a_file_name_that_is_not_utf8_goes_through_the_cache_and_the_summary(tmp
     _age(src)
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8")
     for run in ("cold", "warm"):  # the default cache (./.npu-port-cache): written, then read back
-        proc = subprocess.run([sys.executable, "-m", "transpiler", "convert", "repo", "--out", f"out-{run}",
+        proc = subprocess.run([sys.executable, "-m", "npu_port.transpiler", "convert", "repo", "--out", f"out-{run}",
                                "--summary", summary], cwd=tmp_path, env=env, capture_output=True, timeout=120)
         err = proc.stderr.decode("utf-8", "replace")
         assert proc.returncode == 0, err

@@ -9,9 +9,9 @@ import pytest
 from click.testing import CliRunner
 
 from check_fakes import GPU_SOURCE, fake_rules  # noqa: F401 (fixture)
-from transpiler.cli import cli
-from transpiler.engine import Engine
-from transpiler.settings import Settings
+from npu_port.transpiler.cli import cli
+from npu_port.transpiler.core.engine import Engine
+from npu_port.transpiler.core.settings import Settings
 
 
 def run_cli(*args: str, cwd: Path | None = None):

@@ -10,11 +10,11 @@ from __future__ import annotations
 import pytest
 
 from fixture_cases import all_cases
-from transpiler.checks import CHECK_GROUP, run_check
-from transpiler.config import load_config
-from transpiler.engine import Engine
-from transpiler.registry import all_rules
-from transpiler.settings import Settings
+from npu_port.transpiler.check import CHECK_GROUP, run_check
+from npu_port.transpiler.core.config import load_config
+from npu_port.transpiler.core.engine import Engine
+from npu_port.transpiler.core.registry import all_rules
+from npu_port.transpiler.core.settings import Settings
 
 CASES = all_cases()
 CHECK_RULES = sorted(i for i, r in all_rules().items() if r.GROUP == CHECK_GROUP)

@@ -10,8 +10,8 @@ import pytest
 from libcst.codemod import (CodemodContext, TransformFailure, TransformSkip, TransformSuccess,
                             parallel_exec_transform_with_prettyprint, transform_module)
 
-from codemods.libcst_command import PortToNpu
-from transpiler.registry import UnknownRuleError
+from npu_port.transpiler.core.libcst_command import PortToNpu
+from npu_port.transpiler.core.registry import UnknownRuleError
 
 ROOT = Path(__file__).resolve().parent.parent
 GPU = "import torch\n\ntorch.cuda.synchronize()\nprint(torch.cuda.get_arch_list())\n"
@@ -55,17 +55,16 @@ def test_parallel_runner_rewrites_files(tmp_path):
 def test_libcst_tool_command_line(tmp_path):
     path = tmp_path / "train.py"
     path.write_text(GPU, encoding="utf-8")
-    proc = subprocess.run([sys.executable, "-m", "libcst.tool", "codemod", "-x", "codemods.libcst_command.PortToNpu",
+    proc = subprocess.run([sys.executable, "-m", "libcst.tool", "codemod", "-x", "npu_port.transpiler.core.libcst_command.PortToNpu",
                            "--no-format", "--hide-progress", "--select", "torch-cuda-api", str(path)],
                           cwd=ROOT, capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert path.read_text(encoding="utf-8") == GPU.replace("torch.cuda.synchronize", "torch.npu.synchronize")
 
 
-def test_the_registry_may_skip_this_module_because_it_defines_no_rule():
-    import codemods.libcst_command as module
-    from codemods._base import Rule
-    from transpiler.registry import NOT_RULE_MODULES
+def test_the_command_lives_beside_the_engine_and_defines_no_rule():
+    import npu_port.transpiler.core.libcst_command as module
+    from npu_port.transpiler.core.rules import Rule
 
-    assert "libcst_command" in NOT_RULE_MODULES
+    assert not module.__name__.startswith("npu_port.codemods")
     assert not [o for o in vars(module).values() if isinstance(o, type) and issubclass(o, Rule)]

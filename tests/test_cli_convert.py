@@ -7,8 +7,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from transpiler import __version__
-from transpiler.cli import cli
+from npu_port.transpiler import __version__
+from npu_port.transpiler.cli import cli
 
 SRC = 'import torch\n\ndef f(x):\n    torch.cuda.synchronize()\n    return x.to("cuda")\n'
 
@@ -110,7 +110,7 @@ def test_rules_lists_every_rule():
 def test_every_command_is_found_under_its_own_name():
     import click
 
-    from transpiler.cli import COMMANDS, cli
+    from npu_port.transpiler.cli import COMMANDS, cli
 
     ctx = click.Context(cli)
     assert [cli.get_command(ctx, name).name for name in COMMANDS] == list(COMMANDS)

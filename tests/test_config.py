@@ -9,8 +9,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from transpiler.cli import cli
-from transpiler.config import ConfigError, find_config_file, load_config
+from npu_port.transpiler.cli import cli
+from npu_port.transpiler.core.config import ConfigError, find_config_file, load_config
 
 BAD_SERVE = "from vllm import LLM\nllm = LLM(model='m', npu_memory_utilization=0.8)\n"
 

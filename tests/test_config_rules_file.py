@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from transpiler.cli import cli
-from transpiler.user_tables import TableError, load_user_tables
+from npu_port.transpiler.cli import cli
+from npu_port.transpiler.tables.user_tables import TableError, load_user_tables
 
 GOOD = """\
 # our cluster's own mapping

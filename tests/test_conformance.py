@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from transpiler import api_facts
-from transpiler.conformance import (check_file, check_mindspeed_yaml, check_python, check_verl_keys,
+from npu_port.transpiler.tables import api_facts
+from tools.conformance import (check_file, check_mindspeed_yaml, check_python, check_verl_keys,
                                     check_verl_yaml, config_framework)
 
 

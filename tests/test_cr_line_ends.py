@@ -9,8 +9,8 @@ from __future__ import annotations
 import pytest
 from click.testing import CliRunner
 
-from transpiler.cli import cli
-from transpiler.python_source import parse_module
+from npu_port.transpiler.cli import cli
+from npu_port.transpiler.core.python_source import parse_module
 
 CASES = [
     (b"import torch\rx = torch.zeros(1).cuda()\r",

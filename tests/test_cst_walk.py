@@ -7,7 +7,7 @@ import libcst as cst
 import pytest
 
 from fixture_cases import all_cases
-from transpiler.cst_walk import transform
+from npu_port.transpiler.core.cst_walk import transform
 
 SOURCES = [c.input for c in all_cases() if c.input.suffix == ".py"]
 

@@ -10,9 +10,9 @@ from pathlib import Path
 import click
 import pytest
 
-from transpiler import doc_snippets
-from transpiler.cli import cli
-from transpiler.registry import all_rules
+from tools import doc_snippets
+from npu_port.transpiler.cli import cli
+from npu_port.transpiler.core.registry import all_rules
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = sorted((ROOT / "docs").glob("*.md"))
@@ -70,7 +70,7 @@ def test_docs_and_readme_are_current():
     with ThreadPoolExecutor(max_workers=2) as pool:
         rendered = dict(zip(PAGES, pool.map(lambda p: doc_snippets.render(p.read_text(encoding="utf-8")), PAGES)))
     stale = [str(p.relative_to(ROOT)) for p, text in rendered.items() if text != p.read_text(encoding="utf-8")]
-    assert not stale, f"stale snippets in {stale}: run `python -m transpiler.doc_snippets --update docs README.md`"
+    assert not stale, f"stale snippets in {stale}: run `python -m tools.doc_snippets --update docs README.md`"
     for path, text in rendered.items():
         for bad in ("Traceback (most recent call last)", "No such option", "Got unexpected extra argument",
                     "No such file or directory"):

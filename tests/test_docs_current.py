@@ -2,15 +2,15 @@
 
 from __future__ import annotations
 
-from transpiler.docgen import generated_docs, rule_sections, stale
-from transpiler.mapping import available_targets, load_table
-from transpiler.registry import all_rules
-from transpiler.user_tables import mapping_tables
+from tools.docgen import generated_docs, rule_sections, stale
+from npu_port.transpiler.tables.mapping import available_targets, load_table
+from npu_port.transpiler.core.registry import all_rules
+from npu_port.transpiler.tables.user_tables import mapping_tables
 
 
 def test_generated_docs_are_current():
     old = stale(generated_docs())
-    assert not old, f"stale: {[str(p) for p in old]}; run `python -m transpiler.docgen` and commit the result"
+    assert not old, f"stale: {[str(p) for p in old]}; run `python -m tools.docgen` and commit the result"
 
 
 def test_every_rule_is_documented_with_all_sections():
@@ -47,7 +47,7 @@ def _config_schemas_text() -> str:
 
 
 def test_config_schemas_list_every_verl_and_mindspeed_key_the_checks_use():
-    from transpiler import api_facts
+    from npu_port.transpiler.tables import api_facts
 
     text = _config_schemas_text()
     verl = api_facts.load("verl")
@@ -62,7 +62,7 @@ def test_config_schemas_list_every_verl_and_mindspeed_key_the_checks_use():
 
 
 def test_config_schemas_map_generate_options_to_the_keys_they_write():
-    from transpiler.docgen import generated_keys
+    from tools.docgen import generated_keys
 
     verl = generated_keys("verl-train")
     assert verl["trainer.n_gpus_per_node"]["set_by"] == ["--devices-per-node"]

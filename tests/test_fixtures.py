@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from fixture_cases import all_cases, assert_valid
-from transpiler.engine import Engine
-from transpiler.registry import all_rules
-from transpiler.settings import Settings
+from npu_port.transpiler.core.engine import Engine
+from npu_port.transpiler.core.registry import all_rules
+from npu_port.transpiler.core.settings import Settings
 
 CASES = all_cases()
 

@@ -12,8 +12,8 @@ import pytest
 from click.testing import CliRunner
 
 from check_fakes import GPU_SOURCE, fake_rules  # noqa: F401 (fixture)
-from transpiler.cli import cli
-from transpiler.report import REPORT_SCHEMA_VERSION
+from npu_port.transpiler.cli import cli
+from npu_port.transpiler.core.report import REPORT_SCHEMA_VERSION
 
 DATA = Path(__file__).resolve().parent / "data"
 DOCS = Path(__file__).resolve().parent.parent / "docs"

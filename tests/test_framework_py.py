@@ -9,16 +9,16 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from codemods.env_var_names import EnvVarNames, EnvVarTable
-from codemods.ray_runtime_env import ProfileError, load_profile
-from codemods.ray_support import RayTable
-from codemods.verl_device import VerlTable
-from codemods.vllm_device_arg import ENGINE_ARG_CALLS
+from npu_port.codemods.env_var_names import EnvVarNames, EnvVarTable
+from npu_port.transpiler.tables.runtime_env import ProfileError, load_profile
+from npu_port.codemods.ray_support import RayTable
+from npu_port.codemods.verl_device import VerlTable
+from npu_port.codemods.vllm_device_arg import ENGINE_ARG_CALLS
 from fixture_cases import FIXTURES
-from transpiler import api_facts
-from transpiler.cli import cli
-from transpiler.engine import Engine
-from transpiler.settings import Settings
+from npu_port.transpiler.tables import api_facts
+from npu_port.transpiler.cli import cli
+from npu_port.transpiler.core.engine import Engine
+from npu_port.transpiler.core.settings import Settings
 
 TARGET = "ascend"
 

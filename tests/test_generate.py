@@ -16,16 +16,16 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from transpiler import conformance
-from transpiler.analysis.import_policy import dynamic_imports, forbidden_imports, relative_imports
-from transpiler.cli import cli
-from transpiler.skeletons_engine.render import Rendered, render, schemas
+from tools import conformance
+from npu_port.transpiler.analysis.import_policy import dynamic_imports, forbidden_imports, relative_imports
+from npu_port.transpiler.cli import cli
+from npu_port.transpiler.generate.render import Rendered, render, schemas
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "skeletons"
 MAIN_FILE = {"verl-train": "train.py", "msrl-train": "launch.sh", "vllm-infer": "adapter.py", "pipeline": "pipeline.py"}
 # Project packages and the agent frameworks that `standalone` strips: generated code imports none of them.
-FORBIDDEN_IMPORTS = ("agentic_rl", "opencode", "transpiler", "codemods", "skeletons")
+FORBIDDEN_IMPORTS = ("agentic_rl", "opencode", "npu_port")
 # Calls whose signature the API snapshot does not record (verl helpers re-exported by main_ppo): their
 # names are verified, their arguments cannot be. Anything else unverified fails the conformance test.
 KNOWN_SNAPSHOT_GAPS = {

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from transpiler.skeletons_engine.render import render, schemas
+from npu_port.transpiler.generate.render import render, schemas
 
 
 class StubSamplingParams:

@@ -12,8 +12,8 @@ import pytest
 import yaml
 from jinja2 import nodes
 
-from transpiler.skeletons_engine.render import SAFE_FILTERS, environment, python_literal, render, schemas
-from transpiler.skeletons_engine.schema import OptionError
+from npu_port.transpiler.generate.render import SAFE_FILTERS, environment, python_literal, render, schemas
+from npu_port.transpiler.generate.schema import OptionError
 
 PAYLOAD = 'a"); import os; os.system("x")#'
 SHELL_PAYLOAD = "x'; touch /tmp/npu_port_pwned; echo '$(id)`id`"
@@ -22,7 +22,7 @@ TRUSTED_NAMES = {"comment", "kind"}
 
 
 def _templates() -> list[str]:
-    root = resources.files("skeletons")
+    root = resources.files("npu_port.skeletons")
     return sorted(str(p.relative_to(root)) for p in root.rglob("*.j2"))  # type: ignore[attr-defined]
 
 
@@ -106,7 +106,7 @@ def test_unsafe_names_are_rejected(option, value, message):
 
 
 def test_identifier_type_rejects_code():
-    from transpiler.skeletons_engine.schema import Option
+    from npu_port.transpiler.generate.schema import Option
     opt = Option(name="entry", type="identifier", help="x", default="main")
     assert opt.coerce("train_step") == "train_step"
     for bad in ("main()", "import", "a.b", "x; y", "1abc"):

@@ -141,7 +141,7 @@ import json, sys
 
 from click.testing import CliRunner
 
-from transpiler.cli import cli
+from npu_port.transpiler.cli import cli
 
 
 def main():

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from transpiler import api_facts
-from transpiler.mapping import available_targets, load_table
-from codemods._torch_cuda_table import table_for
+from npu_port.transpiler.tables import api_facts
+from npu_port.transpiler.tables.mapping import available_targets, load_table
+from npu_port.codemods._torch_cuda_table import table_for
 
 TORCH_NPU = api_facts.load("torch_npu")
 
@@ -49,7 +49,7 @@ def test_targets_are_folders_of_data():
 
 
 def test_nccl_rule_targets_exist_in_torch_npu():
-    from codemods.nccl_backend import _IS_HCCL
+    from npu_port.codemods.nccl_backend import _IS_HCCL
 
     module, _, name = _IS_HCCL.rpartition(".")
     assert TORCH_NPU.has(module, name)

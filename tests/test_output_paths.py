@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from transpiler.cli import cli
-from transpiler.files import TMP_SUFFIX
+from npu_port.transpiler.cli import cli
+from npu_port.transpiler.core.files import TMP_SUFFIX
 
 CUDA = "import torch\nx = torch.ones(1).cuda()\n"
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 from click.testing import CliRunner
 
-from transpiler.analysis.import_policy import forbidden_imports, relative_imports
-from transpiler.cli import cli
+from npu_port.transpiler.analysis.import_policy import forbidden_imports, relative_imports
+from npu_port.transpiler.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRIPT = ROOT / "fixtures" / "pipeline" / "agent_grpo_gpu.py"

@@ -10,7 +10,7 @@ import pytest
 from click.testing import CliRunner
 
 from fixture_cases import FIXTURES, assert_valid
-from transpiler.cli import cli
+from npu_port.transpiler.cli import cli
 
 PROJECTS = sorted(p for p in (FIXTURES / "projects").iterdir() if (p / "input").is_dir())
 

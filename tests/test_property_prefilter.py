@@ -14,12 +14,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from bulk_support import CUDA_MODEL, PLAIN_MODULE
-from codemods._base import Rule
+from npu_port.transpiler.core.rules import Rule
 from fixture_cases import all_cases
-from transpiler.engine import Engine, Triggers
-from transpiler.files import language_of
-from transpiler.registry import all_rules
-from transpiler.settings import Settings
+from npu_port.transpiler.core.engine import Engine, Triggers
+from npu_port.transpiler.core.files import language_of
+from npu_port.transpiler.core.registry import all_rules
+from npu_port.transpiler.core.settings import Settings
 
 RULES = list(all_rules().values())
 EVERY_RULE = Settings(select=("ALL",)) if RULES else Settings()
@@ -121,7 +121,7 @@ def programs():
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(programs())
 def test_random_programs_convert_cleanly_idempotently_and_exactly(source):
-    from transpiler.worker import Task, convert_task, raise_recursion_limit
+    from npu_port.transpiler.bulk.worker import Task, convert_task, raise_recursion_limit
 
     data = source.encode("utf-8")
     try:

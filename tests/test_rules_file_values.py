@@ -12,8 +12,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from transpiler.cli import cli
-from transpiler.user_tables import table_schema
+from npu_port.transpiler.cli import cli
+from npu_port.transpiler.tables.user_tables import table_schema
 
 SHELL = "#!/bin/bash\nexport MY_CUDA_CACHE=/tmp/c\npython train.py\n"
 PYTHON = 'import os\ncache = os.environ["MY_CUDA_CACHE"]\n'

@@ -15,9 +15,9 @@ import pytest
 from click.testing import CliRunner
 
 from bulk_support import EditWhileConvertingRule
-from transpiler import registry
-from transpiler.cli import cli
-from transpiler.files import TMP_SUFFIX
+from npu_port.transpiler.core import registry
+from npu_port.transpiler.cli import cli
+from npu_port.transpiler.core.files import TMP_SUFFIX
 
 SCRIPT = ('import torch\n\n\ndef main():\n    model = torch.nn.Linear(2, 2).cuda()\n    return model\n\n\n'
           'if __name__ == "__main__":\n    main()\n')
@@ -27,7 +27,7 @@ DEEP_CHAIN = "x = a" + ".b" * 100_000 + ".cuda()\n"
 def _cli(*args: str, cwd: Path, stdin: bytes = b"") -> subprocess.CompletedProcess:
     """The console entry point in a fresh process, so a crash or a traceback would show."""
     return subprocess.run([sys.executable, "-c", "import sys; sys.path[:] = [p for p in sys.path if p]; "
-                           "from transpiler.cli import main; main()", *args],
+                           "from npu_port.transpiler.cli import main; main()", *args],
                           cwd=cwd, input=stdin, capture_output=True, timeout=120)
 
 

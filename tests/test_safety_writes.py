@@ -15,8 +15,8 @@ import pytest
 from click.testing import CliRunner
 
 from bulk_support import CUDA_MODEL, PLAIN_MODULE, tree_digest
-from transpiler.cli import cli
-from transpiler.files import TMP_SUFFIX
+from npu_port.transpiler.cli import cli
+from npu_port.transpiler.core.files import TMP_SUFFIX
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -144,7 +144,7 @@ def test_ctrl_c_leaves_only_complete_files(tmp_path):
         (sub / name).write_text(text)
     out = tmp_path / "out"
     env = dict(os.environ, PYTHONPATH=str(ROOT))
-    proc = subprocess.Popen([sys.executable, "-m", "transpiler", "convert", str(src), "--out", str(out),
+    proc = subprocess.Popen([sys.executable, "-m", "npu_port.transpiler", "convert", str(src), "--out", str(out),
                              "-j", "2", "--no-cache", "--select", "tensor-cuda-method"],
                             cwd=tmp_path, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     # Interrupt once some converted files are written, i.e. in the middle of writing them.

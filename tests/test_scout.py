@@ -7,13 +7,13 @@ from __future__ import annotations
 import pytest
 from hypothesis import HealthCheck, given, settings
 
-from codemods._base import Rule, RunOptions
+from npu_port.transpiler.core.rules import Rule, RunOptions
 from test_property_prefilter import SOURCES, programs
-from transpiler.analysis.source_facts import scan
-from transpiler.engine import Engine
-from transpiler.files import language_of
-from transpiler.registry import all_rules
-from transpiler.settings import Settings
+from npu_port.transpiler.analysis.source_facts import scan
+from npu_port.transpiler.core.engine import Engine
+from npu_port.transpiler.core.files import language_of
+from npu_port.transpiler.core.registry import all_rules
+from npu_port.transpiler.core.settings import Settings
 
 # Rules with a scout of their own (the default one says yes to every file).
 PYTHON_RULES = [r for r in all_rules().values()

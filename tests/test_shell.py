@@ -7,9 +7,9 @@ import subprocess
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from transpiler.engine import Engine
-from transpiler.settings import Settings
-from transpiler.shell import Script, ShellSyntaxError, embed, python_launch
+from npu_port.transpiler.core.engine import Engine
+from npu_port.transpiler.core.settings import Settings
+from npu_port.transpiler.text.shell import Script, ShellSyntaxError, embed, python_launch
 
 TRICKY = r'''#!/bin/bash
 # a comment with `backticks` and $(parens) and "quotes

@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from transpiler.analysis.import_policy import dynamic_imports, forbidden_imports, relative_imports
-from transpiler.standalone import make_standalone
+from npu_port.transpiler.analysis.import_policy import dynamic_imports, forbidden_imports, relative_imports
+from npu_port.transpiler.standalone import make_standalone
 
 ROOT = Path(__file__).resolve().parent.parent
 PROJECT = ROOT / "fixtures" / "standalone"
@@ -116,7 +116,7 @@ def test_output_is_deterministic_across_hash_seeds(tmp_path):
     for seed in ("1", "2"):
         env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
         env.update(PYTHONHASHSEED=seed, PYTHONPATH=str(ROOT))
-        proc = subprocess.run([sys.executable, "-m", "transpiler", "standalone",
+        proc = subprocess.run([sys.executable, "-m", "npu_port.transpiler", "standalone",
                                str(PROJECT / "scripts" / "s11_annotations.py"), "--strip", "agentic_rl,opencode",
                                "--path", str(PROJECT)], cwd=tmp_path, env=env, capture_output=True, timeout=60)
         assert proc.returncode == 0, proc.stderr.decode()

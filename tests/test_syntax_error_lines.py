@@ -12,7 +12,7 @@ import re
 import pytest
 from click.testing import CliRunner
 
-from transpiler.cli import cli
+from npu_port.transpiler.cli import cli
 
 BROKEN = {
     "missing_colon": "import torch\nx = 1\ndef f()\n    torch.cuda.synchronize()\n",

@@ -21,9 +21,9 @@ ROOT = Path(__file__).resolve().parent.parent
 _LIST_WORKER_MODULES = r"""
 import sys
 import multiprocessing.forkserver, multiprocessing.spawn
-import transpiler.worker, transpiler.worker_warmup, transpiler.executors
-from transpiler.engine import Engine
-from transpiler.settings import Settings
+import npu_port.transpiler.bulk.worker, npu_port.transpiler.bulk.worker_warmup, npu_port.transpiler.bulk.executors
+from npu_port.transpiler.core.engine import Engine
+from npu_port.transpiler.core.settings import Settings
 engine = Engine(Settings())
 for name, text, language in [("a.py", "import torch\nx = torch.ones(1).cuda()\n", "python"),
                              ("a.sh", "export CUDA_VISIBLE_DEVICES=0\n", "shell"),
@@ -37,7 +37,7 @@ def _worker_module_names() -> list[str]:
     out = subprocess.run([sys.executable, "-c", _LIST_WORKER_MODULES], cwd=ROOT, capture_output=True,
                          text=True, check=True).stdout.split()
     names = [n for n in out if n.isidentifier() and n not in ("__main__", "sys", "builtins")]
-    assert {"json", "shutil", "tempfile", "typing", "re", "libcst", "transpiler", "yaml"} <= set(names)
+    assert {"json", "shutil", "tempfile", "typing", "re", "libcst", "npu_port", "yaml"} <= set(names)
     return names
 
 
@@ -47,7 +47,7 @@ def _cli() -> list[str]:
     if script.exists():
         return [str(script)]
     return [sys.executable, "-c", "import sys; sys.path[:] = [p for p in sys.path if p]; "
-                                  "from transpiler.cli import main; main()"]
+                                  "from npu_port.transpiler.cli import main; main()"]
 
 
 def _plant(folder: Path, names: list[str], marks: Path) -> None:
@@ -108,7 +108,7 @@ def test_ray_workers_import_nothing_from_the_current_folder(planted):
 def test_a_virtualenv_inside_the_tree_being_converted_stays_on_the_workers_path(tmp_path, monkeypatch):
     """`repo/.venv/bin/npu-port convert repo`: the interpreter's own site-packages lie inside the input
     tree and must stay, or no worker can import its dependencies; the repository's own folders go."""
-    from transpiler.isolation import worker_sys_path
+    from npu_port.transpiler.bulk.isolation import worker_sys_path
 
     repo = tmp_path / "repo"
     site = repo / ".venv" / "lib" / "site-packages"

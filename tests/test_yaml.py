@@ -5,12 +5,12 @@ from __future__ import annotations
 import pytest
 import yaml
 
-from codemods._base import RunOptions
+from npu_port.transpiler.core.rules import RunOptions
 from fixture_cases import FIXTURES
-from transpiler.engine import Engine, convert_text
-from transpiler.registry import all_rules
-from transpiler.settings import Settings
-from transpiler.yaml_edit import YamlDocument, scalar_end
+from npu_port.transpiler.core.engine import Engine, convert_text
+from npu_port.transpiler.core.registry import all_rules
+from npu_port.transpiler.core.settings import Settings
+from npu_port.transpiler.text.yaml_edit import YamlDocument, scalar_end
 
 
 def _convert(text: str, **settings):

@@ -1,3 +1,3 @@
-from transpiler.cli import main
+from npu_port.transpiler.cli import main
 
 main()

@@ -8,20 +8,20 @@ import sys
 
 import click
 
-from transpiler import __version__
+from npu_port.transpiler import __version__
 
 # Command name -> (module, attribute). A command's module is imported only when that command runs:
 # `npu-port convert` need not pay for the skeleton, standalone and documentation machinery.
 COMMANDS = {
-    "convert": ("transpiler.commands.convert", "convert"),
-    "generate": ("transpiler.commands.generate", "generate"),
-    "rules": ("transpiler.commands.rules", "rules"),
-    "standalone": ("transpiler.commands.standalone", "standalone"),
-    "weave": ("transpiler.commands.weave", "weave_command"),
-    "pipeline": ("transpiler.commands.pipeline", "pipeline"),
-    "check": ("transpiler.commands.check", "check"),
-    "explain": ("transpiler.commands.explain", "explain"),
-    "config": ("transpiler.commands.config", "config_command"),
+    "convert": ("npu_port.transpiler.commands.convert", "convert"),
+    "generate": ("npu_port.transpiler.commands.generate", "generate"),
+    "rules": ("npu_port.transpiler.commands.rules", "rules"),
+    "standalone": ("npu_port.transpiler.commands.standalone", "standalone"),
+    "weave": ("npu_port.transpiler.commands.weave", "weave_command"),
+    "pipeline": ("npu_port.transpiler.commands.pipeline", "pipeline"),
+    "check": ("npu_port.transpiler.commands.check", "check"),
+    "explain": ("npu_port.transpiler.commands.explain", "explain"),
+    "config": ("npu_port.transpiler.commands.config", "config_command"),
 }
 
 

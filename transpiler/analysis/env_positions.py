@@ -22,8 +22,8 @@ from typing import Iterable, Iterator, Optional
 
 import libcst as cst
 
-from transpiler.analysis.imports import ImportTable, dotted_name
-from transpiler.analysis.literals import string_value
+from npu_port.transpiler.analysis.imports import ImportTable, dotted_name
+from npu_port.transpiler.analysis.literals import string_value
 
 ENVIRON = "os.environ"
 NAME_FUNCTIONS = {"os.getenv": False, "os.putenv": True, "os.unsetenv": False}  # name -> sets the variable

@@ -13,7 +13,7 @@ from typing import Callable, Iterator, Optional
 
 import libcst as cst
 
-from transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.analysis.imports import dotted_name
 
 StringNode = (cst.SimpleString, cst.FormattedString)
 

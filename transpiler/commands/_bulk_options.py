@@ -6,8 +6,8 @@ from pathlib import Path
 
 import click
 
-from transpiler.executors import DEFAULT_TIMEOUT
-from transpiler.files import DEFAULT_MAX_BYTES
+from npu_port.transpiler.bulk.executors import DEFAULT_TIMEOUT
+from npu_port.transpiler.core.files import DEFAULT_MAX_BYTES
 
 
 def bulk_options(fn):

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import click
 
-from transpiler.mapping import available_targets
+from npu_port.transpiler.tables.mapping import available_targets
 
 
 def split_csv(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -28,7 +28,7 @@ def rule_options(fn):
 def _check_runtime_env(ctx, param, value):
     if value is None:
         return None
-    from codemods.ray_runtime_env import ProfileError, load_profile  # only when the option is used
+    from npu_port.transpiler.tables.runtime_env import ProfileError, load_profile  # only when the option is used
     try:
         load_profile(ctx.params.get("target", "ascend"), str(value))
     except ProfileError as exc:

@@ -8,7 +8,7 @@ from typing import Optional
 
 import click
 
-from transpiler.files import atomic_write
+from npu_port.transpiler.core.files import atomic_write
 
 
 def why_unwritable(path: Path, exc: OSError) -> str:

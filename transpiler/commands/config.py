@@ -11,10 +11,10 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from transpiler.commands._options import rule_options, split_csv
-from transpiler.config import KEYS, ConfigError, ProjectConfig, load_config
-from transpiler.registry import UnknownRuleError, select_rules
-from transpiler.user_tables import TableError, load_user_tables
+from npu_port.transpiler.commands._options import rule_options, split_csv
+from npu_port.transpiler.core.config import KEYS, ConfigError, ProjectConfig, load_config
+from npu_port.transpiler.core.registry import UnknownRuleError, select_rules
+from npu_port.transpiler.tables.user_tables import TableError, load_user_tables
 
 # click parameter name -> config key, and how a flag value becomes a config value.
 _FLAG_KEYS: dict[str, tuple[str, Any]] = {
@@ -89,7 +89,7 @@ def validate_config(config: ProjectConfig) -> None:
     for path in config["rules"]:
         load_user_tables(Path(path), config["target"])
     if config["runtime-env"]:  # the flag's value is checked as it is parsed; the file's here
-        from codemods.ray_runtime_env import ProfileError, load_profile  # only when one is set
+        from npu_port.transpiler.tables.runtime_env import ProfileError, load_profile  # only when one is set
 
         try:
             load_profile(config["target"], str(config["runtime-env"]))

@@ -13,24 +13,24 @@ from typing import Optional
 
 import click
 
-from transpiler.cache import Cache, default_cache_dir
-from transpiler.commands._bulk_options import bulk_options
-from transpiler.commands._options import rule_options, runtime_env_option
-from transpiler.commands._write import why_unwritable
-from transpiler.commands.config import config_file_options, resolve_config, rules_file_option
-from transpiler.config import discover_files, run_configured
-from transpiler.engine import Converted
-from transpiler.files import (ReadError, atomic_copy, atomic_write, copy_link, holds, is_copy_of, is_within,
+from npu_port.transpiler.bulk.cache import Cache, default_cache_dir
+from npu_port.transpiler.commands._bulk_options import bulk_options
+from npu_port.transpiler.commands._options import rule_options, runtime_env_option
+from npu_port.transpiler.commands._write import why_unwritable
+from npu_port.transpiler.commands.config import config_file_options, resolve_config, rules_file_option
+from npu_port.transpiler.core.config import discover_files, run_configured
+from npu_port.transpiler.core.engine import Converted
+from npu_port.transpiler.core.files import (ReadError, atomic_copy, atomic_write, copy_link, holds, is_copy_of, is_within,
                               read_source)
-from transpiler.formats import summary_path_ok, write_summary
-from transpiler.git_copy import GitCopies
-from transpiler.output_files import input_clash, same_file, write_output
-from transpiler.progress import reporter_for
-from transpiler.render import print_findings, print_summary, stderr_console, unified_diff
-from transpiler.report import FileOutcome, findings_to_json
-from transpiler.runner import RunConfig, SourceFile
-from transpiler.settings import Settings
-from transpiler.worker import Task, convert_task
+from npu_port.transpiler.output.formats import summary_path_ok, write_summary
+from npu_port.transpiler.bulk.git_copy import GitCopies
+from npu_port.transpiler.output.output_files import input_clash, same_file, write_output
+from npu_port.transpiler.output.progress import reporter_for
+from npu_port.transpiler.output.render import print_findings, print_summary, stderr_console, unified_diff
+from npu_port.transpiler.core.report import FileOutcome, findings_to_json
+from npu_port.transpiler.bulk.runner import RunConfig, SourceFile
+from npu_port.transpiler.core.settings import Settings
+from npu_port.transpiler.bulk.worker import Task, convert_task
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WOULD_CHANGE = 0, 1, 2, 3
 EXIT_INTERRUPTED = 130

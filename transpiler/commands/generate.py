@@ -17,10 +17,10 @@ from typing import Any, Optional
 import click
 import yaml
 
-from transpiler.commands._write import write_output
-from transpiler.files import ReadError, read_source
-from transpiler.skeletons_engine.render import render, schemas
-from transpiler.skeletons_engine.schema import Option, OptionError, Schema
+from npu_port.transpiler.commands._write import write_output
+from npu_port.transpiler.core.files import ReadError, read_source
+from npu_port.transpiler.generate.render import render, schemas
+from npu_port.transpiler.generate.schema import Option, OptionError, Schema
 
 
 def _click_type(opt: Option) -> click.ParamType:

@@ -11,20 +11,20 @@ from typing import Optional
 
 import click
 
-from transpiler.checks import run_check
-from transpiler.commands._options import runtime_env_option, split_csv
-from transpiler.commands.standalone import _scripts_in
-from transpiler.config import load_config
-from transpiler.engine import Engine
-from transpiler.commands._write import why_unwritable, write_output
-from transpiler.files import atomic_write
-from transpiler.mapping import available_targets
-from transpiler.render import print_findings, stderr_console
-from transpiler.report import FileOutcome, findings_to_json
-from transpiler.settings import Settings
-from transpiler.standalone import StandaloneError, make_standalone
-from transpiler.standalone.resolver import split_packages
-from transpiler.weave import ADAPTERS, WeaveError, weave
+from npu_port.transpiler.check import run_check
+from npu_port.transpiler.commands._options import runtime_env_option, split_csv
+from npu_port.transpiler.commands.standalone import _scripts_in
+from npu_port.transpiler.core.config import load_config
+from npu_port.transpiler.core.engine import Engine
+from npu_port.transpiler.commands._write import why_unwritable, write_output
+from npu_port.transpiler.core.files import atomic_write
+from npu_port.transpiler.tables.mapping import available_targets
+from npu_port.transpiler.output.render import print_findings, stderr_console
+from npu_port.transpiler.core.report import FileOutcome, findings_to_json
+from npu_port.transpiler.core.settings import Settings
+from npu_port.transpiler.standalone import StandaloneError, make_standalone
+from npu_port.transpiler.standalone.resolver import split_packages
+from npu_port.transpiler.generate.weave import ADAPTERS, WeaveError, weave
 
 EXIT_OK, EXIT_FAILED = 0, 1
 _PROBLEMS_SHOWN = 5  # of a script that cannot be made standalone, on its one line

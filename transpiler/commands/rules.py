@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from transpiler.registry import all_rules
+from npu_port.transpiler.core.registry import all_rules
 
 
 @click.command()

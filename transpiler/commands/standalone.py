@@ -8,16 +8,16 @@ from typing import Optional
 
 import click
 
-from transpiler.commands._options import rule_options, split_csv
-from transpiler.engine import Engine
-from transpiler.commands._write import why_unwritable
-from transpiler.files import SKIP_DIRS, atomic_write, walk
-from transpiler.registry import UnknownRuleError, select_rules
-from transpiler.render import print_findings, stderr_console
-from transpiler.report import FileOutcome
-from transpiler.settings import Settings
-from transpiler.standalone import StandaloneError, make_standalone
-from transpiler.standalone.resolver import split_packages
+from npu_port.transpiler.commands._options import rule_options, split_csv
+from npu_port.transpiler.core.engine import Engine
+from npu_port.transpiler.commands._write import why_unwritable
+from npu_port.transpiler.core.files import SKIP_DIRS, atomic_write, walk
+from npu_port.transpiler.core.registry import UnknownRuleError, select_rules
+from npu_port.transpiler.output.render import print_findings, stderr_console
+from npu_port.transpiler.core.report import FileOutcome
+from npu_port.transpiler.core.settings import Settings
+from npu_port.transpiler.standalone import StandaloneError, make_standalone
+from npu_port.transpiler.standalone.resolver import split_packages
 
 EXIT_OK, EXIT_FAILED = 0, 1
 

@@ -8,13 +8,13 @@ from typing import Any, Optional
 
 import click
 
-from transpiler.commands.generate import schema_option, load_spec
-from transpiler.commands._write import write_output
-from transpiler.files import ReadError, read_source
-from transpiler.render import unified_diff
-from transpiler.skeletons_engine.render import schemas
-from transpiler.skeletons_engine.schema import OptionError
-from transpiler.weave import ADAPTERS, WeaveError, weave
+from npu_port.transpiler.commands.generate import schema_option, load_spec
+from npu_port.transpiler.commands._write import write_output
+from npu_port.transpiler.core.files import ReadError, read_source
+from npu_port.transpiler.output.render import unified_diff
+from npu_port.transpiler.generate.render import schemas
+from npu_port.transpiler.generate.schema import OptionError
+from npu_port.transpiler.generate.weave import ADAPTERS, WeaveError, weave
 
 
 def _adapter_options(fn):

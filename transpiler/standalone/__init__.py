@@ -5,7 +5,7 @@ symbols.py resolves names across modules, closure.py picks the statements needed
 inliner.py renames and assembles the script, verify.py checks the result.
 """
 
-from transpiler.standalone.errors import Problem, StandaloneError
-from transpiler.standalone.inliner import StandaloneResult, make_standalone
+from npu_port.transpiler.standalone.errors import Problem, StandaloneError
+from npu_port.transpiler.standalone.inliner import StandaloneResult, make_standalone
 
 __all__ = ["Problem", "StandaloneError", "StandaloneResult", "make_standalone"]

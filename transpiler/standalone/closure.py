@@ -14,10 +14,10 @@ from typing import Iterable, Optional
 
 import libcst as cst
 
-from transpiler.analysis.imports import iter_scope_statements
-from transpiler.standalone.errors import Problem
-from transpiler.standalone.graph import ModuleInfo, ProjectImport, Ref, Statement, code_of, node_ids
-from transpiler.standalone.symbols import (
+from npu_port.transpiler.analysis.imports import iter_scope_statements
+from npu_port.transpiler.standalone.errors import Problem
+from npu_port.transpiler.standalone.graph import ModuleInfo, ProjectImport, Ref, Statement, code_of, node_ids
+from npu_port.transpiler.standalone.symbols import (
     Builtin, Dunder, ModRef, ModuleLoadError, Project, PublicStar, Sym, Target, Unresolved,
 )
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from transpiler.report import Finding
+from npu_port.transpiler.core.report import Finding
 
 RULE_ID = "standalone-unresolved"
 

@@ -23,9 +23,9 @@ from libcst.metadata import (
     ScopeProvider,
 )
 
-from transpiler.analysis.imports import dotted_name
-from transpiler.analysis.literals import is_main_guard
-from transpiler.standalone.resolver import absolute_module
+from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.analysis.literals import is_main_guard
+from npu_port.transpiler.standalone.resolver import absolute_module
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 # Names every module has; LibCST resolves some of them to builtins and some to nothing.
@@ -304,7 +304,7 @@ class ModuleAnalyzer:
         except SyntaxError:
             tree = None
         if tree is not None:
-            from transpiler.analysis.import_policy import dynamic_imports
+            from npu_port.transpiler.analysis.import_policy import dynamic_imports
             offset = self.positions[st.node].start.line - 1
             st.dynamic_imports = [(line + offset, col, arg) for line, col, arg in dynamic_imports(tree)]
 

@@ -14,14 +14,14 @@ from typing import Iterable, Optional, Sequence
 
 import libcst as cst
 
-from transpiler.analysis.imports import dotted_name
-from transpiler.files import ReadError, read_source, too_deep_for_this_process
-from transpiler.standalone.closure import SCRIPT, Closure
-from transpiler.standalone.errors import Problem, StandaloneError
-from transpiler.standalone.graph import ModuleAnalyzer, ModuleInfo, Ref, Statement, code_of
-from transpiler.standalone.resolver import SourceResolver
-from transpiler.standalone.symbols import Dunder, Project, Sym, display_path
-from transpiler.standalone.verify import verify_standalone
+from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.core.files import ReadError, read_source, too_deep_for_this_process
+from npu_port.transpiler.standalone.closure import SCRIPT, Closure
+from npu_port.transpiler.standalone.errors import Problem, StandaloneError
+from npu_port.transpiler.standalone.graph import ModuleAnalyzer, ModuleInfo, Ref, Statement, code_of
+from npu_port.transpiler.standalone.resolver import SourceResolver
+from npu_port.transpiler.standalone.symbols import Dunder, Project, Sym, display_path
+from npu_port.transpiler.standalone.verify import verify_standalone
 
 
 @dataclass

@@ -7,9 +7,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
-from transpiler.files import ReadError, read_source, too_deep_for_this_process
-from transpiler.standalone.graph import BUILTIN_NAMES, MODULE_DUNDERS, ModuleAnalyzer, ModuleInfo
-from transpiler.standalone.resolver import SourceResolver
+from npu_port.transpiler.core.files import ReadError, read_source, too_deep_for_this_process
+from npu_port.transpiler.standalone.graph import BUILTIN_NAMES, MODULE_DUNDERS, ModuleAnalyzer, ModuleInfo
+from npu_port.transpiler.standalone.resolver import SourceResolver
 
 
 @dataclass(frozen=True, order=True)

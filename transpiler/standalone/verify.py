@@ -8,8 +8,8 @@ from __future__ import annotations
 import ast
 from typing import Sequence
 
-from transpiler.analysis.import_policy import forbidden_imports, relative_imports
-from transpiler.standalone.errors import Problem, StandaloneError
+from npu_port.transpiler.analysis.import_policy import forbidden_imports, relative_imports
+from npu_port.transpiler.standalone.errors import Problem, StandaloneError
 
 
 def import_violations(code: str, packages: Sequence[str], path: str) -> list[Problem]:

@@ -1,0 +1,3 @@
+from npu_port.transpiler.cli import main
+
+main()

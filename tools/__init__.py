@@ -1,0 +1,1 @@
+"""Maintainer tools: run from a checkout, never shipped in the wheel."""

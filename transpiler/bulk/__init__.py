@@ -1,0 +1,1 @@
+"""Whole trees: discovery, the worker pool and Ray executors, the cache, isolation and safe writes."""

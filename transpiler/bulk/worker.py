@@ -1,0 +1,135 @@
+"""What a worker does with one file, wherever it runs: in a local process or a Ray task.
+
+Every failure becomes that file's outcome. The engine is built once per worker process and makes
+fresh rule instances for every file, so no state leaks from one file into the next.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import signal
+import sys
+import threading
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from npu_port.transpiler.core.rules import Rule
+from npu_port.transpiler.core.engine import Engine
+from npu_port.transpiler.core.files import ReadError, bracket_depth_exceeds, python2_hint, read_source, too_deep_for_this_process
+from npu_port.transpiler.core.report import FileOutcome
+from npu_port.transpiler.core.settings import Settings
+
+
+@dataclass(frozen=True)
+class Task:
+    """One file to convert. `data` is shipped where the worker cannot read the path (Ray)."""
+
+    index: int
+    path: str
+    display: str
+    language: str
+    data: Optional[bytes] = None
+    group: int = 0  # which (settings, rules) job of the run applies
+    rules: tuple[str, ...] = ()  # the ids of the rules the driver's prefilter chose; () lets the worker choose
+
+
+@dataclass
+class Result:
+    index: int
+    outcome: FileOutcome
+    output: Optional[bytes]  # None when unchanged
+    digest: Optional[str] = None  # of the bytes converted, for the cache; None: do not cache
+
+
+def digest_of(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=20).hexdigest()
+
+
+# LibCST walks trees recursively, a few frames per level: a 400-term `a + b + ...` already exceeds
+# CPython's default limit of 1000. Workers run isolated (a stack overflow costs one file, not the
+# run), so they allow deeper trees; Python-to-Python calls do not grow the C stack in 3.11+.
+WORKER_RECURSION_LIMIT = 20000
+
+
+def raise_recursion_limit() -> None:
+    if sys.getrecursionlimit() < WORKER_RECURSION_LIMIT:
+        sys.setrecursionlimit(WORKER_RECURSION_LIMIT)
+
+
+class FileTimeout(BaseException):
+    """Raised by `time_limit` inside a conversion; a BaseException so no rule's handler swallows it."""
+
+
+@contextmanager
+def time_limit(seconds: float):
+    """Interrupt the block after `seconds` (SIGALRM; only possible in a process's main thread).
+
+    Pure-Python work (LibCST's visitors) is interrupted; a hang inside native code is not, which is
+    why executors also keep a deadline of their own."""
+    if threading.current_thread() is not threading.main_thread() or not hasattr(signal, "setitimer"):
+        yield
+        return
+
+    def on_alarm(signum, frame):
+        raise FileTimeout
+
+    previous = signal.signal(signal.SIGALRM, on_alarm)
+    signal.setitimer(signal.ITIMER_REAL, seconds)
+    try:
+        yield
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        signal.signal(signal.SIGALRM, previous)
+
+
+def timeout_message(seconds: float) -> str:
+    return f"timed out after {seconds:g}s (see --timeout); it is left unconverted"
+
+
+_ENGINES: dict[tuple, Engine] = {}
+
+
+def engine_for(settings: Settings, rules: Optional[Sequence[type[Rule]]]) -> Engine:
+    """One engine per worker process and job; rules get fresh instances for every file anyway."""
+    key = (settings, tuple(rules) if rules is not None else None)
+    engine = _ENGINES.get(key)
+    if engine is None:
+        if len(_ENGINES) > 16:
+            _ENGINES.clear()
+        engine = _ENGINES[key] = Engine(settings, rules)
+    return engine
+
+
+def convert_task(task: Task, settings: Settings, rules: Optional[Sequence[type[Rule]]] = None) -> Result:
+    """Input that could crash LibCST's parser is refused first: in this process (stdin, inline runs)
+    a crash would end the run without a word, and in a worker it would cost a minute or a timeout."""
+    def failed(error: str, digest: Optional[str] = None) -> Result:
+        return Result(task.index, FileOutcome(task.display, "failed", error=error, language=task.language),
+                      None, digest)
+
+    data = task.data
+    if data is None:
+        try:
+            data = read_source(task.path, settings.max_bytes)  # type: ignore[arg-type]
+        except ReadError as exc:
+            return failed(str(exc))
+    digest = digest_of(data)
+    if task.language == "python" and bracket_depth_exceeds(data):
+        return failed("brackets nested too deeply for the parser (more than 200 levels)", digest)
+    if task.language == "python" and too_deep_for_this_process(data):
+        return failed("nested too deeply for the parser (Python itself cannot compile it)", digest)
+    try:
+        engine = engine_for(settings, rules)
+        chosen = engine.rules_named(task.rules) if task.rules else None
+        converted = engine.convert(data, task.display, task.language, chosen)
+    except RecursionError:
+        return failed("too deeply nested to convert (RecursionError)", digest)
+    except Exception as exc:  # a rule bug must cost one file, not the run
+        return failed(f"internal error: {type(exc).__name__}: {exc}")
+    outcome = converted.outcome
+    if outcome.status == "failed" and task.language == "python" and outcome.error.startswith("syntax error"):
+        hint = python2_hint(data)
+        if hint:
+            outcome.error = f"{outcome.error} - {hint}"
+    return Result(task.index, outcome, converted.output, digest)

@@ -1,0 +1,157 @@
+"""`npu-port check`: run the conversion rules and the check rules, and turn the result into findings.
+
+Everything `convert` would change is CUDA left over and becomes an error; what convert only reports
+keeps its severity (warnings with a hint); the check rules (group `check`, and `policy` when asked
+for) report errors of their own. The validators themselves are ordinary report-only rules in
+`codemods/check_*.py`, so `npu-port rules`, `explain`, ignore comments and the prefilter cover them.
+"""
+
+from __future__ import annotations
+
+import difflib
+import textwrap
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Optional
+
+from npu_port.transpiler.core.config import ProjectConfig, discover_files, run_configured
+from npu_port.transpiler.core.engine import Converted
+from npu_port.transpiler.core.registry import all_rules, select_rules
+from npu_port.transpiler.core.report import FileOutcome, Finding
+from npu_port.transpiler.bulk.runner import SourceFile
+
+CHECK_GROUP = "check"  # validators that always run in `check`
+POLICY_GROUP = "policy"  # validators that run when their setting is on
+
+
+@dataclass(frozen=True)
+class Edit:
+    """What convert does to the lines around a finding: lines start..end (1-based, inclusive) become `text`.
+
+    end == start - 1 means an insertion before line `start`."""
+
+    start: int
+    end: int
+    text: str
+
+
+@dataclass
+class CheckReport:
+    outcomes: list[FileOutcome]
+    edits: dict[Finding, Edit] = field(default_factory=dict)
+    sources: dict[str, list[str]] = field(default_factory=dict)  # file -> its lines, for files with findings
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for o in self.outcomes for f in sorted(o.findings)]
+
+    @property
+    def failed(self) -> list[FileOutcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
+
+    @property
+    def internal_errors(self) -> list[FileOutcome]:
+        return [o for o in self.failed if o.error.startswith("internal error")]
+
+    def count(self, severity: str) -> int:
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    def exit_code(self, strict: bool = False) -> int:
+        if self.internal_errors:
+            return 2
+        if self.failed or self.count("error") or (strict and self.count("warning")):
+            return 1
+        return 0
+
+    def source_line(self, finding: Finding) -> str:
+        lines = self.sources.get(finding.file, [])
+        return lines[finding.line - 1] if 0 < finding.line <= len(lines) else ""
+
+
+def check_rule_ids(config: ProjectConfig) -> tuple[str, ...]:
+    """The rules `check` runs: the selection (default: what convert runs, plus the check group), plus
+    the policy rules whose settings are on."""
+    rules = all_rules()
+    if config["select"]:
+        ids = [r.ID for r in select_rules(config["select"], (), config["extras"])]
+    else:
+        ids = [r.ID for r in select_rules((), (), config["extras"])]
+        ids += [i for i, r in rules.items() if r.GROUP == CHECK_GROUP]
+    if config["forbid"]:
+        ids.append("forbidden-import")
+    if config["no-relative"]:
+        ids.append("relative-import")
+    return tuple(sorted(set(ids)))
+
+
+def as_check_finding(f: Finding) -> Finding:
+    """A change convert would make is CUDA left over: an error whose fix is that change."""
+    if f.kind != "change":
+        return f
+    return replace(f, severity="error", message=f"CUDA left over: {f.message}")
+
+
+def line_edits(before: str, after: str) -> dict[int, Edit]:
+    """For each original line that convert rewrites or inserts after, the edit (from a line diff)."""
+    a, b = before.splitlines(), after.splitlines()
+    out: dict[int, Edit] = {}
+    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        text = "\n".join(b[j1:j2])
+        if tag == "replace" and i2 - i1 == j2 - j1:
+            # Line for line: each finding gets its own line's fix, not the whole hunk.
+            for k in range(i2 - i1):
+                out.setdefault(i1 + k + 1, Edit(i1 + k + 1, i1 + k + 1, b[j1 + k]))
+        elif tag in ("replace", "delete"):
+            for line in range(i1 + 1, i2 + 1):
+                out.setdefault(line, Edit(i1 + 1, i2, text))
+        elif tag == "insert" and i1 > 0:
+            out.setdefault(i1, Edit(i1 + 1, i1, text))  # after original line i1
+    return out
+
+
+def _fix_text(f: Finding, edit: Optional[Edit]) -> str:
+    if f.fix:
+        return f.fix
+    if edit is None:
+        return ""
+    if edit.end < edit.start:
+        return f"insert after line {edit.start - 1}: {edit.text.strip()}"
+    new = edit.text.strip() if edit.text.count("\n") == 0 else textwrap.dedent(edit.text)
+    return f"becomes: {new}" if new else "delete the line"
+
+
+class _Collector:
+    """Receives each file's result from the runner and keeps what the report needs, not the files."""
+
+    def __init__(self) -> None:
+        self.edits: dict[Finding, Edit] = {}
+        self.sources: dict[str, list[str]] = {}
+        self.fixed: dict[str, list[Finding]] = {}
+
+    def __call__(self, src: SourceFile, result: Converted, original: Optional[bytes]) -> None:
+        findings = result.outcome.findings
+        if not findings or original is None:
+            return
+        before = original.decode("utf-8", errors="replace")
+        self.sources[result.outcome.path] = before.splitlines()
+        edits = {}
+        if result.output is not None:
+            edits = line_edits(before, result.output.decode("utf-8", errors="replace"))
+        out = []
+        for f in findings:
+            edit = edits.get(f.line) if f.kind == "change" else None
+            g = as_check_finding(replace(f, fix=_fix_text(f, edit)) if f.kind == "change" else f)
+            if edit is not None:
+                self.edits[g] = edit
+            out.append(g)
+        self.fixed[result.outcome.path] = out
+
+
+def run_check(paths: list[Path], config: ProjectConfig, jobs: int = 1,
+              extra_options: tuple[tuple[str, object], ...] = ()) -> CheckReport:
+    settings = config.settings(jobs=jobs, select=check_rule_ids(config), extra_options=extra_options)
+    files = discover_files(paths, config)
+    collect = _Collector()
+    outcomes = run_configured(files, config, settings, collect).outcomes
+    outcomes = [replace(o, findings=collect.fixed.get(o.path, o.findings)) for o in outcomes]
+    return CheckReport(outcomes, collect.edits, collect.sources)

@@ -1,0 +1,145 @@
+"""The per-file pipeline: prefilter, parse once, run the selected rules, emit. Knows no rule by name."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Optional, Sequence
+
+from npu_port.transpiler.core.rules import FileContext, Rule, RunOptions
+from npu_port.transpiler.analysis.source_facts import scan
+from npu_port.transpiler.core.files import language_of
+from npu_port.transpiler.core.python_source import SourceError, convert_python
+from npu_port.transpiler.core.registry import select_rules
+from npu_port.transpiler.core.report import FileOutcome
+from npu_port.transpiler.core.settings import Settings
+
+
+@dataclass
+class Converted:
+    outcome: FileOutcome
+    output: Optional[bytes]  # None when the file is unchanged
+
+
+def convert_text(data: bytes, path: str, rule_classes: Sequence[type[Rule]], options: RunOptions):
+    """Shell, YAML and CUDA C++: each rule rewrites (or reads) the text in turn (token-aware / round-trip
+    editors)."""
+    if b"\x00" in data:
+        raise SourceError("binary file (contains NUL bytes)")
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise SourceError(f"not valid UTF-8 at byte {exc.start}") from None
+    ctx = FileContext(path, text, options)
+    new = text
+    for cls in rule_classes:
+        new = cls(ctx).apply(new)
+    out = data if new == text else new.encode("utf-8")
+    return out, ctx.findings
+
+
+# CUDA C++ sources are only read: their rules report, never rewrite.
+CONVERTERS = {"python": convert_python, "shell": convert_text, "yaml": convert_text, "cuda": convert_text}
+
+
+class Triggers:
+    """The triggers of one language's rules, each distinct one searched once per file: a literal with
+    `in` (a fast substring search), a pattern with its regex. Much faster than one alternation, which
+    the regex engine tries at every position."""
+
+    def __init__(self, rules: Sequence[type[Rule]], extra: Sequence[str] = ()):
+        checks: dict[object, int] = {}
+
+        def index(trigger) -> int:
+            return checks.setdefault(trigger, len(checks))
+
+        self._of_rule: dict[type[Rule], Optional[tuple[int, ...]]] = {}
+        for rule in rules:
+            own = [index(t.encode("utf-8")) for t in rule.TRIGGERS]
+            own += [index(re.compile(p.encode("utf-8"))) for p in rule.TRIGGER_PATTERNS]
+            self._of_rule[rule] = tuple(own) if own else None  # None: no trigger, acts on any file
+        self._extra = tuple(index(t.encode("utf-8")) for t in extra)
+        self._checks = list(checks)
+
+    def search(self, data: bytes) -> tuple[list[type[Rule]], bool]:
+        """(the rules whose own triggers occur in `data`, whether an `extra` literal does)."""
+        found = [c in data if isinstance(c, bytes) else c.search(data) is not None for c in self._checks]
+        hit = [r for r, own in self._of_rule.items() if own is None or any(found[i] for i in own)]
+        return hit, any(found[i] for i in self._extra)
+
+
+def _user_table_names(options: RunOptions) -> tuple[str, ...]:
+    """The names a user's `--rules` tables map: rules act on them, so they are triggers too."""
+    files = options.extra.get("rules_files", ())
+    if not files:
+        return ()
+    from npu_port.transpiler.tables.user_tables import load_user_tables  # only for runs with custom tables
+
+    return tuple(sorted({row["cuda"].rstrip("*") for f in files
+                         for rows in load_user_tables(f, options.target).values() for row in rows}))
+
+
+class Engine:
+    def __init__(self, settings: Settings, rules: Optional[Sequence[type[Rule]]] = None,
+                 prefilter: bool = True):
+        self.settings = settings
+        self.options = settings.run_options()
+        self.rules = list(rules) if rules is not None else select_rules(settings.select, settings.ignore,
+                                                                         settings.extras)
+        self.prefilter = prefilter
+        self.by_language: dict[str, list[type[Rule]]] = {}
+        for rule in self.rules:
+            self.by_language.setdefault(rule.LANGUAGE, []).append(rule)
+        self._user_names = _user_table_names(self.options)
+        self._triggers = {lang: Triggers(rules, self._user_names) for lang, rules in self.by_language.items()}
+
+    def needs_parse(self, data: bytes, language: str) -> list[type[Rule]]:
+        """The prefilter, in two stages. First the triggers: all rules of the language if any of their
+        triggers occurs in the file's bytes (triggers are ASCII, so this holds for any ASCII-compatible
+        encoding), else none. Then, for Python, the scouts: the rules that could act on the file's code
+        words and string literals (a trigger in a comment or a log message is not enough), plus the
+        rules that follow other rules' changes; none if no rule could act."""
+        rules = self.by_language.get(language)
+        if not rules:
+            return []
+        if not self.prefilter:
+            return rules
+        hit, user_name = self.triggered(data, language)
+        if not hit and not user_name:
+            return []
+        if language != "python" or self._user_names:
+            return rules  # user tables may name anything: their rules have no scouts of their own
+        # A rule whose own triggers are absent does nothing (tests/test_property_prefilter.py), whichever
+        # other rule's trigger let the file through.
+        facts = scan(data)
+        wanted = [r for r in hit if r.scout(facts, self.options)]
+        if not wanted:
+            return []
+        return [r for r in rules if r in wanted or r.FOLLOWS_CHANGES]
+
+    def triggered(self, data: bytes, language: str) -> tuple[list[type[Rule]], bool]:
+        """The prefilter's first stage: (the rules whose own triggers occur in `data`, whether a name
+        from the user's `--rules` tables does)."""
+        triggers = self._triggers.get(language)
+        return triggers.search(data) if triggers is not None else ([], False)
+
+    def rules_named(self, ids: Sequence[str]) -> list[type[Rule]]:
+        """The selected rules with these ids, in selection order (a worker told what the driver chose)."""
+        wanted = set(ids)
+        return [r for r in self.rules if r.ID in wanted]
+
+    def convert(self, data: bytes, path: str, language: Optional[str] = None,
+                rules: Optional[Sequence[type[Rule]]] = None) -> Converted:
+        """Convert one file with `rules`, or with the rules the prefilter picks for it."""
+        language = language or language_of(path, data[:128])
+        rules = self.needs_parse(data, language) if rules is None else rules
+        if not rules:
+            status = "skipped" if language in CONVERTERS else "copied"
+            return Converted(FileOutcome(path, status, language=language), None)
+        try:
+            out, findings = CONVERTERS[language](data, path, rules, self.options)
+        except SourceError as exc:
+            return Converted(FileOutcome(path, "failed", error=str(exc), language=language), None)
+        changed = out != data
+        outcome = FileOutcome(path, "converted" if changed else "unchanged", findings, language=language)
+        return Converted(outcome, out if changed else None)

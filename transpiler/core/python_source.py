@@ -1,0 +1,143 @@
+"""Python files: one LibCST parse, every selected rule in one traversal, emit in the file's own encoding."""
+
+from __future__ import annotations
+
+import ast
+import warnings
+from collections import defaultdict
+from typing import Callable, Optional, Sequence
+
+import libcst as cst
+
+from npu_port.transpiler.core.rules import PythonContext, PythonRule, RunOptions, is_npu_guard
+from npu_port.transpiler.core.cst_walk import transform
+from npu_port.transpiler.core.report import Finding
+
+
+class SourceError(Exception):
+    """A file that cannot be converted; the message names the reason and, where known, the line."""
+
+
+class _Dispatcher(cst.CSTTransformer):
+    """Runs the visit_/leave_ methods of all rules in a single walk, keeping the import table current."""
+
+    def __init__(self, rules: Sequence[PythonRule], ctx: PythonContext):
+        super().__init__()
+        self._ctx = ctx
+        self._visits: dict[str, list[Callable]] = defaultdict(list)
+        self._leaves: dict[str, list[Callable]] = defaultdict(list)
+        for rule in rules:
+            for attr in dir(type(rule)):
+                if attr.startswith("visit_"):
+                    self._visits[attr[6:]].append(getattr(rule, attr))
+                elif attr.startswith("leave_"):
+                    self._leaves[attr[6:]].append(getattr(rule, attr))
+
+        self._guard: Optional[cst.CSTNode] = None  # the outermost NPU guard being walked through
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        kind = type(node)
+        if kind in _SCOPE_TYPES:
+            self._ctx.imports.enter(node)
+        if self._ctx.npu_aware:
+            if self._guard is None and kind in _GUARD_TYPES and is_npu_guard(node):
+                self._guard = node
+            if self._guard is not None:
+                self._ctx.npu_guarded.add(id(node))
+        for fn in self._visits.get(kind.__name__, ()):
+            fn(node)
+        return True
+
+    def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
+        kind = type(original)
+        if original is self._guard:
+            self._guard = None
+        for fn in self._leaves.get(kind.__name__, ()):
+            updated = fn(original, updated)
+            if type(updated) is not kind:
+                break  # replaced by another kind of node (or removed): later rules do not apply
+        if kind in _SCOPE_TYPES:
+            self._ctx.imports.leave(original)
+        return updated
+
+    # Rules hook node types only; skipping LibCST's per-field visit_<Node>_<field> lookups (two
+    # getattr calls for every field of every node) saves about a tenth of a traversal.
+    def on_visit_attribute(self, node: cst.CSTNode, attribute: str) -> None:
+        return None
+
+    def on_leave_attribute(self, original_node: cst.CSTNode, attribute: str) -> None:
+        return None
+
+
+# The nodes ImportTable.enter/leave act on (it opens a scope for a module, def or class); calling it
+# for these alone spares an isinstance test through ABCMeta on every other node.
+_SCOPE_TYPES = frozenset({cst.Module, cst.FunctionDef, cst.ClassDef})
+_GUARD_TYPES = frozenset({cst.If, cst.IfExp})
+
+
+def parse_module(source: bytes | str) -> cst.Module:
+    """cst.parse_module, except that a file ending in a lone CR (old Mac line ends) keeps it when printed:
+    LibCST's native parser takes only a final "\n" for a trailing newline, so the module it returns
+    would drop the last "\r" of the file."""
+    module = cst.parse_module(source)
+    if not module.has_trailing_newline and source.endswith("\r" if isinstance(source, str) else b"\r"):
+        module = module.with_changes(has_trailing_newline=True)
+    return module
+
+
+def parse(data: bytes, path: str) -> cst.Module:
+    if b"\x00" in data:
+        raise SourceError("binary file (contains NUL bytes), not Python source")
+    try:
+        return parse_module(data)
+    except cst.ParserSyntaxError as exc:
+        raise SourceError(syntax_error_message(data, exc)) from None
+    except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
+        raise SourceError(f"cannot decode: {exc}") from None
+    except RecursionError:
+        raise SourceError("too deeply nested for the parser (RecursionError)") from None
+
+
+def syntax_error_message(source: bytes | str, exc: cst.ParserSyntaxError) -> str:
+    """`syntax error at line L, column C: WHAT`, placed where Python's own compiler places it.
+
+    LibCST's native parser reports the token after the mistake (the line after a missing colon or an
+    unclosed bracket) and line 1 for every tokenizer error (a bad indent, an unterminated string), so
+    Python is asked; LibCST's position is kept only for a file Python accepts."""
+    found = python_syntax_error(source)
+    if found is not None:
+        line, column, what = found
+        return f"syntax error at line {line}, column {column}: {what}"
+    return f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}"
+
+
+def python_syntax_error(source: bytes | str) -> Optional[tuple[int, int, str]]:
+    """(line, column, message) of the first syntax error Python's compiler finds in `source`, both
+    numbers 1-based; None when it finds none (or gives up: too deep, NUL bytes)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # invalid escapes and the like: not what is asked here
+        try:
+            compile(source, "<source>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except SyntaxError as exc:
+            if exc.lineno:
+                return exc.lineno, max(exc.offset or 1, 1), exc.msg
+        except (ValueError, RecursionError, MemoryError, OverflowError):
+            pass
+    return None
+
+
+def convert_python(data: bytes, path: str, rule_classes: Sequence[type[PythonRule]],
+                   options: RunOptions) -> tuple[bytes, list[Finding]]:
+    module = parse(data, path)
+    ctx = PythonContext(path, data.decode(module.encoding, errors="replace"), module, options)
+    rules = [cls(ctx) for cls in rule_classes]
+    try:
+        updated = transform(module, _Dispatcher(rules, ctx))
+        for rule in rules:
+            updated = rule.finalize(module, updated)
+        ctx.resolve_pending()
+    except RecursionError:
+        raise SourceError("expression too deeply nested to rewrite (RecursionError)") from None
+    if not ctx.changed:
+        return data, ctx.findings
+    return updated.bytes, ctx.findings

@@ -1,0 +1,329 @@
+"""Weave an inference adapter into an existing (converted) training script.
+
+The adapter classes of `npu-port generate vllm-infer` go after the script's imports (missing imports
+are added, present ones reused), and a `run_pipeline(*args, **kwargs)` entry is added before the
+`if __name__ == "__main__":` block: it sets up the adapter, calls the script's own training entry
+with the same arguments and hands new weights to the adapter. Calls of the entry in the main block
+(or bare module-level calls) are pointed at `run_pipeline`. Nothing else is touched, and a script
+that already carries the marker or the adapter classes comes back unchanged.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Mapping, Optional, Sequence, Union
+
+import libcst as cst
+
+from npu_port.transpiler.analysis.imports import bindings_of
+from npu_port.transpiler.analysis.literals import is_main_guard
+from npu_port.transpiler.core.files import too_deep_for_this_process
+from npu_port.transpiler.core.python_source import parse_module, syntax_error_message
+from npu_port.transpiler.generate.render import python_literal, render_partial, schemas
+from npu_port.transpiler.generate.schema import is_identifier
+
+ADAPTERS = {"vllm": "vllm-infer"}
+MARKER = "# npu-port: woven vllm adapter"
+ENTRY_CANDIDATES = ("main", "train", "run", "fit")
+PIPELINE_ENTRY = "run_pipeline"
+
+
+class WeaveError(ValueError):
+    pass
+
+
+@dataclass
+class WeaveResult:
+    source: str
+    changed: bool
+    entry: Optional[str] = None
+    added_imports: list[str] = field(default_factory=list)
+    rewired_calls: int = 0
+    note: str = ""
+
+
+def weave_source(source: str, adapter: str = "vllm", *, options: Optional[Mapping[str, Any]] = None,
+                 entry: Optional[str] = None, handoff_dir: Optional[str] = None) -> str:
+    """The script with the adapter woven in (unchanged if it already has it); raises WeaveError."""
+    return weave(source, adapter, options=options, entry=entry, handoff_dir=handoff_dir).source
+
+
+def weave(source: str, adapter: str = "vllm", *, options: Optional[Mapping[str, Any]] = None,
+          entry: Optional[str] = None, handoff_dir: Optional[str] = None) -> WeaveResult:
+    if adapter not in ADAPTERS:
+        raise WeaveError(f"unknown adapter {adapter!r} (known: {', '.join(ADAPTERS)})")
+    if too_deep_for_this_process(source.encode("utf-8")):  # LibCST's parser would crash this process
+        raise WeaveError("the script is nested too deeply for the parser (Python itself cannot compile it)")
+    try:
+        module = parse_module(source)
+    except cst.ParserSyntaxError as exc:
+        raise WeaveError(f"the script does not parse: {syntax_error_message(source, exc)}") from None
+    except RecursionError:
+        raise WeaveError("the script is nested too deeply for the parser (RecursionError)") from None
+    try:
+        return _weave_module(module, source, adapter, options, entry, handoff_dir)
+    except RecursionError:  # a statement deep enough to parse but not to walk
+        raise WeaveError("the script is nested too deeply to weave (RecursionError)") from None
+
+
+def _weave_module(module: cst.Module, source: str, adapter: str, options: Optional[Mapping[str, Any]],
+                  entry: Optional[str], handoff_dir: Optional[str]) -> WeaveResult:
+    if MARKER in source or _defines(module, {"BaseAgentAdapter", "VLLMAdapter"}):
+        return WeaveResult(source, False, note="already woven: the marker or the adapter classes are present")
+
+    kind = ADAPTERS[adapter]
+    values = schemas()[kind].validate(dict(options or {}))
+    imports_src = render_partial("vllm_infer/_adapter_imports.py.j2", kind, values)
+    classes_src = render_partial("vllm_infer/_adapter_classes.py.j2", kind, values)
+    entry_name = _find_entry(module, entry)
+
+    adapter_imports = _parse_statements(imports_src)
+    adapter_body = _parse_statements(classes_src)
+    existing = _module_bindings(module)
+    clashes = sorted((_defined_names(adapter_body) | {PIPELINE_ENTRY, "INFERENCE_ADAPTER", "ADAPTER_HANDOFF_DIR"})
+                     & existing.keys())
+    if clashes:
+        raise WeaveError(f"the script already defines {', '.join(clashes)}; rename them or weave by hand")
+    new_imports, added = _missing_imports(adapter_imports, existing)
+    adapter_body[0] = _spaced(adapter_body[0], 1)
+
+    body = list(module.body)
+    insert_at = _after_imports(body)
+    pipeline_stmts = _pipeline_entry(entry_name, handoff_dir)
+    guard_at = next((i for i, st in enumerate(body) if is_main_guard(st)), None)
+
+    if guard_at is None:
+        # No main block: the entry goes before the first top-level call of the training entry (so the
+        # rewired call can see it), else last, where it sees every definition of the script.
+        guard_at = next((i for i, st in enumerate(body)
+                         if isinstance(st, cst.SimpleStatementLine) and _rewire(st, entry_name)[1]), None)
+    rewired = 0
+    new_body: list[cst.BaseStatement] = []
+    for i, stmt in enumerate(body):
+        if i == insert_at:
+            new_body.extend(_with_marker(new_imports + adapter_body))
+            stmt = _spaced(stmt)
+        if i == guard_at:
+            new_body.extend(pipeline_stmts)
+            stmt = _spaced(stmt)
+        if i >= (guard_at if guard_at is not None else len(body)) and not isinstance(
+                stmt, (cst.FunctionDef, cst.ClassDef)):
+            stmt, n = _rewire(stmt, entry_name)
+            rewired += n
+        new_body.append(stmt)
+    if insert_at == len(body):
+        new_body.extend(_with_marker(new_imports + adapter_body))
+    if guard_at is None:
+        new_body.extend(pipeline_stmts)
+    out = module.with_changes(body=new_body).code
+    note = "" if rewired else (f"no call of {entry_name}() in a main block to point at {PIPELINE_ENTRY}(); "
+                               f"call {PIPELINE_ENTRY}() yourself")
+    return WeaveResult(out, True, entry_name, added, rewired, note)
+
+
+# --- finding things ---------------------------------------------------------------------------------------
+
+def _defines(module: cst.Module, names: set[str]) -> bool:
+    return bool(_defined_names(module.body) & names)
+
+
+def _defined_names(body: Sequence[cst.CSTNode]) -> set[str]:
+    names = set()
+    for stmt in body:
+        if isinstance(stmt, (cst.ClassDef, cst.FunctionDef)):
+            names.add(stmt.name.value)
+        elif isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                targets = []
+                if isinstance(small, cst.Assign):
+                    targets = [t.target for t in small.targets]
+                elif isinstance(small, cst.AnnAssign):
+                    targets = [small.target]
+                names.update(t.value for t in targets if isinstance(t, cst.Name))
+    return names
+
+
+def _module_bindings(module: cst.Module) -> dict[str, str]:
+    """Module-level names -> what they are bound to ("import:<target>" for imports, "def" otherwise)."""
+    bound = {name: "def" for name in _defined_names(module.body)}
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                for local, target in bindings_of(small):
+                    bound[local] = f"import:{target}"
+    return bound
+
+
+def _find_entry(module: cst.Module, entry: Optional[str]) -> str:
+    functions = {s.name.value for s in module.body if isinstance(s, cst.FunctionDef)}
+    if entry is not None:
+        if not is_identifier(entry):
+            raise WeaveError(f"--entry {entry!r} is not a Python identifier")
+        if entry not in functions:
+            raise WeaveError(f"the script has no module-level function {entry}()")
+        return entry
+    for stmt in module.body:
+        if is_main_guard(stmt):
+            for node in _calls_in(stmt):
+                if isinstance(node.func, cst.Name) and node.func.value in functions:
+                    return node.func.value
+    for name in ENTRY_CANDIDATES:
+        if name in functions:
+            return name
+    raise WeaveError("no training entry found (no function called from the main block and none named "
+                     f"{', '.join(ENTRY_CANDIDATES)}); pass --entry NAME")
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    found: list[cst.Call] = []
+
+    class Collector(cst.CSTVisitor):
+        def visit_Call(self, n: cst.Call) -> None:
+            found.append(n)
+
+        def visit_FunctionDef(self, n: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_ClassDef(self, n: cst.ClassDef) -> bool:
+            return False
+
+    node.visit(Collector())
+    return found
+
+
+def _after_imports(body: list[cst.BaseStatement]) -> int:
+    """Index after the last top-level import that comes before the first def, class or main block."""
+    last = -1
+    for i, stmt in enumerate(body):
+        if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)) or is_main_guard(stmt):
+            break
+        if isinstance(stmt, cst.SimpleStatementLine) and any(
+                isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body):
+            last = i
+        elif isinstance(stmt, cst.If | cst.Try) and _contains_import(stmt):
+            last = i  # `try: import x except ImportError: ...` belongs to the import block
+    if last >= 0:
+        return last + 1
+    # No imports: after a leading docstring, if any.
+    if body and isinstance(body[0], cst.SimpleStatementLine) and isinstance(body[0].body[0], cst.Expr) \
+            and isinstance(body[0].body[0].value, (cst.SimpleString, cst.ConcatenatedString)):
+        return 1
+    return 0
+
+
+def _contains_import(stmt: cst.CSTNode) -> bool:
+    found = []
+
+    class Finder(cst.CSTVisitor):
+        def visit_Import(self, n: cst.Import) -> None:
+            found.append(n)
+
+        def visit_ImportFrom(self, n: cst.ImportFrom) -> None:
+            found.append(n)
+
+    stmt.visit(Finder())
+    return bool(found)
+
+
+def _missing_imports(statements: list[cst.BaseStatement], existing: Mapping[str, str]
+                     ) -> tuple[list[cst.BaseStatement], list[str]]:
+    """The adapter's import statements minus what the script already imports; a clash is an error."""
+    out, added = [], []
+    module = cst.Module(body=[])
+    for stmt in statements:
+        assert isinstance(stmt, cst.SimpleStatementLine)
+        small = stmt.body[0]
+        bindings = bindings_of(small)
+        needed = []
+        for (local, target), alias in zip(bindings, _aliases(small)):
+            have = existing.get(local)
+            if have == f"import:{target}":
+                continue
+            if have is not None:
+                raise WeaveError(f"the script binds {local!r} to something else than {target}; "
+                                 "the adapter needs that name")
+            needed.append(alias)
+        if not needed:
+            continue
+        if isinstance(small, cst.ImportFrom):
+            needed[-1] = needed[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
+            small = small.with_changes(names=needed)
+        stmt = stmt.with_changes(body=[small])
+        out.append(stmt)
+        added.append(module.code_for_node(stmt).strip())
+    return out, added
+
+
+def _aliases(small: cst.BaseSmallStatement) -> list[cst.ImportAlias]:
+    names = getattr(small, "names", ())
+    return list(names) if not isinstance(names, cst.ImportStar) else []
+
+
+# --- building -------------------------------------------------------------------------------------------
+
+def _parse_statements(code: str) -> list[cst.BaseStatement]:
+    # A leading `pass` keeps the snippet's first comments on its first statement instead of the module header.
+    return list(cst.parse_module("pass\n" + code).body[1:])
+
+
+def _spaced(stmt: cst.BaseStatement, blank: int = 2) -> cst.BaseStatement:
+    """PEP 8 spacing before a statement that now follows inserted code (only blank lines are added)."""
+    lines = list(stmt.leading_lines)
+    leading_blank = next((i for i, line in enumerate(lines) if line.comment is not None), len(lines))
+    if leading_blank >= blank:
+        return stmt
+    return stmt.with_changes(leading_lines=[cst.EmptyLine()] * (blank - leading_blank) + lines)
+
+def _with_marker(statements: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    if not statements:
+        return statements
+    first = statements[0]
+    lines = [cst.EmptyLine(), cst.EmptyLine(comment=cst.Comment(
+        f"{MARKER} (npu-port weave): inference adapter for the training loop below"))]
+    body_lines = [line for line in first.leading_lines if line.comment is not None or line.indent]
+    return [first.with_changes(leading_lines=lines + body_lines), *statements[1:]]
+
+
+def _pipeline_entry(entry: str, handoff_dir: Optional[str]) -> list[cst.BaseStatement]:
+    code = f'''# Set by {PIPELINE_ENTRY}(); training code can use it to query the policy while it trains.
+INFERENCE_ADAPTER: Optional[BaseAgentAdapter] = None
+# Where training leaves Hugging Face weights for the adapter (None: keep serving the base model).
+ADAPTER_HANDOFF_DIR = {python_literal(handoff_dir)}
+
+
+def {PIPELINE_ENTRY}(*args: Any, **kwargs: Any) -> Any:
+    """Pipeline entry added by npu-port weave: set up the inference adapter, run {entry}() with the
+    same arguments, then hand the newest weights to the adapter. vLLM starts on first use, so training
+    keeps the NPUs until then."""
+    global INFERENCE_ADAPTER
+    INFERENCE_ADAPTER = VLLMAdapter()
+    result = {entry}(*args, **kwargs)
+    if ADAPTER_HANDOFF_DIR and os.path.isfile(os.path.join(ADAPTER_HANDOFF_DIR, "config.json")):
+        INFERENCE_ADAPTER.reload_weights(ADAPTER_HANDOFF_DIR)
+    return result
+'''
+    stmts = _parse_statements(code)
+    return [_spaced(stmts[0]), *stmts[1:]]
+
+
+def _rewire(stmt: Union[cst.BaseStatement, cst.BaseSmallStatement], entry: str) -> tuple[cst.BaseStatement, int]:
+    """Point calls of `entry` (outside nested defs) at run_pipeline."""
+
+    class Rewire(cst.CSTTransformer):
+        count = 0
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+            if isinstance(updated.func, cst.Name) and updated.func.value == entry:
+                self.count += 1
+                return updated.with_changes(func=cst.Name(PIPELINE_ENTRY))
+            return updated
+
+    transformer = Rewire()
+    new = stmt.visit(transformer)
+    return new, transformer.count

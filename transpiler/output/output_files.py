@@ -1,0 +1,71 @@
+"""The files a run writes besides converted sources (`--report`, `--summary`, `check -o`): never over an
+input, and written whole by a rename, so a link at the destination is replaced instead of followed.
+
+A destination is refused when it is, or leads through links to, one of the paths given on the command
+line or a source file (Python, shell, YAML, CUDA) under an input folder. Otherwise the text goes to a
+temporary file in the destination's folder, which is renamed over it: a reader never sees half a
+report, and a link planted there is replaced, not written through. A stream is written as it is
+(/dev/stdout, /dev/null, a FIFO; see files.is_stream_output), and a folder or socket is refused.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+import tempfile
+from pathlib import Path
+from typing import Callable, Iterable, Optional
+
+from npu_port.transpiler.core.files import TMP_SUFFIX, is_stream_output, language_of, needs_head, read_head
+
+SOURCE_LANGUAGES = ("python", "shell", "yaml", "cuda")
+
+
+def same_file(a: Path, b: Path) -> bool:
+    """Whether `a` and `b` are the same file or folder: the same path once links are resolved, or the
+    same inode (a bind mount, a hard link)."""
+    if os.path.realpath(a) == os.path.realpath(b):
+        return True
+    try:
+        return os.path.samefile(a, b)
+    except OSError:
+        return False
+
+
+def input_clash(dest: Path, inputs: Iterable[Path]) -> Optional[str]:
+    """Which input writing `dest` would overwrite, in words (None: none)."""
+    real = os.path.realpath(dest)
+    for root in inputs:
+        if str(root) == "-":
+            continue
+        if same_file(dest, root):
+            return f"the input {root}"
+        base = os.path.realpath(root)
+        if os.path.isdir(base) and real.startswith(base.rstrip(os.sep) + os.sep) and os.path.isfile(real):
+            head = read_head(Path(real)) if needs_head(real) else b""
+            if language_of(real, head) in SOURCE_LANGUAGES:
+                return f"{real}, a source file under the input {root}"
+    return None
+
+
+def write_output(dest: Path, write: Callable[[Path], None]) -> None:
+    """Have `write(path)` write the file at a temporary path with the same name, then rename it over
+    `dest` (a link there is replaced; an existing file keeps its mode). A stream gets `write(dest)`."""
+    if is_stream_output(dest):
+        write(dest)
+        return
+    folder = dest.parent
+    tmp_dir = tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=TMP_SUFFIX + "dir", dir=folder)
+    try:
+        tmp = Path(tmp_dir) / dest.name  # the same name: a writer that goes by the suffix sees it
+        write(tmp)
+        try:
+            st = os.lstat(dest)
+        except FileNotFoundError:
+            st = None
+        if st is not None and stat.S_ISREG(st.st_mode):
+            os.chmod(tmp, stat.S_IMODE(st.st_mode))
+        os.replace(tmp, dest)
+    finally:
+        shutil.rmtree(tmp_dir, ignore_errors=True)

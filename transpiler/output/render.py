@@ -1,0 +1,54 @@
+"""Human-readable output on the terminal (stderr), so stdout stays clean for code and diffs."""
+
+from __future__ import annotations
+
+import difflib
+from collections import Counter
+from typing import Iterable
+
+from rich.console import Console
+from rich.markup import escape
+
+from npu_port.transpiler.core.report import FileOutcome
+
+_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def stderr_console(quiet: bool = False) -> Console:
+    return Console(stderr=True, quiet=quiet, highlight=False, soft_wrap=True)
+
+
+def unified_diff(path: str, before: bytes, after: bytes) -> str:
+    a = before.decode("utf-8", errors="replace").splitlines(keepends=True)
+    b = after.decode("utf-8", errors="replace").splitlines(keepends=True)
+    name = path.lstrip("/")
+    lines = difflib.unified_diff(a, b, fromfile=f"a/{name}", tofile=f"b/{name}")
+    return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
+
+
+def print_findings(console: Console, outcomes: Iterable[FileOutcome], show_changes: bool = False) -> None:
+    for o in outcomes:
+        if o.status == "failed":
+            console.print(f"[bold red]error[/]: {escape(o.path)}: {escape(o.error)}")
+        for f in sorted(o.findings):
+            if f.kind == "change" and not show_changes:
+                continue
+            style = _STYLE.get(f.severity, "")
+            label = "change" if f.kind == "change" else f.severity
+            tail = f" [dim](hint: {escape(f.hint)})[/]" if f.hint else ""
+            console.print(f"{escape(f.file)}:{f.line}:{f.col}: [{style}]{label}[/] "
+                          f"[bold]{f.rule}[/] {escape(f.message)}{tail}")
+
+
+def print_summary(console: Console, outcomes: list[FileOutcome], seconds: float) -> None:
+    status = Counter(o.status for o in outcomes)
+    per_rule = Counter(f.rule for o in outcomes for f in o.findings if f.kind == "change")
+    human = sum(1 for o in outcomes for f in o.findings if f.kind == "finding" and f.severity != "info")
+    console.print(
+        f"[bold]{len(outcomes)}[/] files: {status['converted']} converted, {status['unchanged']} unchanged, "
+        f"{status['skipped']} skipped by prefilter, {status['copied']} copied, "
+        f"[{'bold red' if status['failed'] else 'green'}]{status['failed']} failed[/]; "
+        f"{sum(per_rule.values())} changes, {human} findings need a human; {seconds:.2f}s"
+    )
+    if per_rule:
+        console.print("changes per rule: " + ", ".join(f"{r} {n}" for r, n in sorted(per_rule.items())))

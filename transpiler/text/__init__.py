@@ -1,0 +1,1 @@
+"""Text engines for what LibCST does not parse: shell scripts, YAML, span edits."""

@@ -1,0 +1,126 @@
+"""Span edits on plain text, and pointing findings back at the original file.
+
+Shell and YAML rules never re-emit a file: they replace exact character spans, so everything they do
+not touch (comments, quoting, layout) stays byte for byte. Rules run one after another on the text the
+previous rule produced, and a rule that inserts lines shifts the lines below it; `OriginalLines`
+maps a position in the current text back to the line of the input the report must name.
+"""
+
+from __future__ import annotations
+
+import bisect
+import difflib
+import weakref
+from dataclasses import dataclass
+from typing import Callable, Generic, Iterable, Optional, TypeVar
+
+from npu_port.transpiler.core.rules import FileContext, silenced
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True, order=True)
+class Edit:
+    start: int
+    end: int
+    text: str
+
+
+class EditConflict(ValueError):
+    pass
+
+
+def apply_edits(text: str, edits: Iterable[Edit]) -> str:
+    """Apply non-overlapping edits; two insertions at one offset keep the order they were made in."""
+    ordered = sorted(enumerate(edits), key=lambda p: (p[1].start, p[1].end, p[0]))
+    out: list[str] = []
+    pos = 0
+    for _, e in ordered:
+        if e.start < pos:
+            raise EditConflict(f"overlapping edits at offset {e.start}")
+        out.append(text[pos:e.start])
+        out.append(e.text)
+        pos = e.end
+    out.append(text[pos:])
+    return "".join(out)
+
+
+class LineIndex:
+    """Offset -> (line, col), both 1-based."""
+
+    def __init__(self, text: str):
+        self.starts = [0]
+        for i, ch in enumerate(text):
+            if ch == "\n":
+                self.starts.append(i + 1)
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        line = bisect.bisect_right(self.starts, offset)
+        return line, offset - self.starts[line - 1] + 1
+
+
+class OriginalLines:
+    """Maps a line of the current text to the line of the original input it came from.
+
+    Lines a previous rule inserted map to the original line they were inserted before.
+    """
+
+    def __init__(self, original: str, current: str):
+        self.identity = original == current
+        self.map: list[int] = []
+        if self.identity:
+            return
+        a, b = original.splitlines(), current.splitlines()
+        self.map = [0] * (len(b) + 1)
+        matcher = difflib.SequenceMatcher(None, a, b, autojunk=False)
+        for tag, i1, i2, j1, j2 in matcher.get_opcodes():
+            for k in range(j1, j2):
+                if tag == "equal" or (tag == "replace" and i2 - i1 == j2 - j1):
+                    self.map[k] = i1 + (k - j1) + 1
+                else:
+                    self.map[k] = min(i1 + 1, max(len(a), 1))
+        self.map[len(b)] = max(len(a), 1)
+
+    def __call__(self, line: int) -> int:
+        if self.identity:
+            return line
+        return self.map[min(line - 1, len(self.map) - 1)]
+
+
+class Positions:
+    """Per text: offset -> position in the original input, and the ignore-comment check."""
+
+    def __init__(self, ctx: FileContext, text: str):
+        self.ctx = ctx
+        self.index = LineIndex(text)
+        self.original = OriginalLines(ctx.text, text)
+
+    def line_col(self, offset: int) -> tuple[int, int]:
+        """Where `offset` of the current text was in the original input (column kept as is)."""
+        line, col = self.index.line_col(offset)
+        return self.original(line), col
+
+    def is_silenced(self, rule: str, start: int, end: Optional[int] = None) -> bool:
+        if not self.ctx.ignores:
+            return False
+        first = self.line_col(start)[0]
+        last = self.line_col(end if end is not None else start)[0]
+        return silenced(self.ctx.ignores, min(first, last), max(first, last), rule)
+
+
+class ParsedTexts(Generic[T]):
+    """One parse per text and file: the rules of a file that run on the same text share the parse and
+    its positions (a rule that changed the text makes the next one parse again)."""
+
+    def __init__(self, parse: Callable[[str], T]):
+        self._parse = parse
+        self._cache: "weakref.WeakKeyDictionary[FileContext, tuple[str, T, Positions]]" = weakref.WeakKeyDictionary()
+
+    def __call__(self, ctx: FileContext, text: str) -> tuple[T, Positions]:
+        hit = self._cache.get(ctx)
+        if hit is not None and hit[0] is text:
+            return hit[1], hit[2]
+        parsed, positions = self._parse(text), Positions(ctx, text)
+        self._cache[ctx] = (text, parsed, positions)
+        return parsed, positions
+

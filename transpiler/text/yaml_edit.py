@@ -1,0 +1,142 @@
+"""Targeted edits of YAML files: ruamel.yaml finds where a key or scalar is, the text is edited there.
+
+Dumping a round-trip document back can still reflow long lines, re-indent sequences and requote
+strings, so nothing is dumped: rules replace the exact span of one scalar token, and every other
+byte (comments, key order, quoting, blank lines) stays as it was.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Iterator, Optional
+
+from ruamel.yaml import YAML
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+from ruamel.yaml.error import YAMLError
+
+from npu_port.transpiler.core.rules import TextRule
+from npu_port.transpiler.core.python_source import SourceError
+from npu_port.transpiler.text.text_edits import Edit, ParsedTexts, apply_edits
+
+
+class YamlDocument:
+    """The documents of one YAML text, with offsets of keys and values."""
+
+    def __init__(self, text: str):
+        self.text = text
+        yaml = YAML(typ="rt")
+        yaml.allow_duplicate_keys = True
+        try:
+            self.documents: list[Any] = list(yaml.load_all(text))
+        except YAMLError as exc:
+            mark = getattr(exc, "problem_mark", None)
+            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+            raise SourceError(f"YAML error{where}: {problem}") from None
+        self.line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+
+    def offset(self, line: int, col: int) -> int:
+        """0-based (line, col) as ruamel reports them -> offset in the text."""
+        return self.line_starts[line] + col
+
+    def key_span(self, mapping: CommentedMap, key: Any) -> tuple[int, int]:
+        start = self.offset(*mapping.lc.key(key))
+        return start, scalar_end(self.text, start, in_key=True)
+
+    def value_span(self, mapping: CommentedMap, key: Any) -> tuple[int, int]:
+        start = self.offset(*mapping.lc.value(key))
+        return start, scalar_end(self.text, start, in_key=False)
+
+    def mappings(self) -> Iterator[tuple[tuple[str, ...], CommentedMap]]:
+        """Every mapping with the path of keys that leads to it (sequence items add no key)."""
+        for doc in self.documents:
+            yield from _walk(doc, ())
+
+
+def _walk(node: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], CommentedMap]]:
+    if isinstance(node, CommentedMap):
+        yield path, node
+        for key, value in node.items():
+            yield from _walk(value, path + (str(key),))
+    elif isinstance(node, CommentedSeq):
+        for item in node:
+            yield from _walk(item, path)
+
+
+def scalar_end(text: str, start: int, *, in_key: bool) -> int:
+    """The end of the scalar token that starts at `start` (quoted or plain, block or flow context)."""
+    if start >= len(text):
+        return start
+    q = text[start]
+    if q == '"':
+        i = start + 1
+        while i < len(text) and text[i] != '"':
+            i += 2 if text[i] == "\\" else 1
+        return min(i + 1, len(text))
+    if q == "'":
+        i = start + 1
+        while i < len(text):
+            if text[i] == "'":
+                if text.startswith("''", i):
+                    i += 2
+                    continue
+                return i + 1
+            i += 1
+        return len(text)
+    i = start
+    while i < len(text) and text[i] != "\n":
+        if text[i] in ",]}" or text.startswith(" #", i) or (in_key and text[i] == ":" and
+                                                            text[i + 1:i + 2] in (" ", "\n", "")):
+            break
+        i += 1
+    while i > start and text[i - 1] in " \t":
+        i -= 1
+    return i
+
+
+def unquote(token: str) -> str:
+    if len(token) >= 2 and token[0] == token[-1] == "'":
+        return token[1:-1].replace("''", "'")
+    if len(token) >= 2 and token[0] == token[-1] == '"':
+        return token[1:-1]
+    return token
+
+
+parse_yaml = ParsedTexts(YamlDocument)  # (ctx, text) -> (YamlDocument, Positions), one parse per text
+
+
+class YamlRule(TextRule):
+    """A rule over YAML files: `check(doc)` finds keys and values and calls `replace` / `report`."""
+
+    LANGUAGE = "yaml"
+
+    def apply(self, text: str) -> str:
+        self.doc, self.positions = parse_yaml(self.ctx, text)
+        self.edits: list[Edit] = []
+        self.check(self.doc)
+        return apply_edits(text, self.edits) if self.edits else text
+
+    def check(self, doc: YamlDocument) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def replace(self, span: tuple[int, int], expected: str, new: str, message: str) -> bool:
+        """Replace the token at `span` when it reads `expected`, keeping its quotes."""
+        start, end = span
+        token = self.doc.text[start:end]
+        if unquote(token) != expected or self.positions.is_silenced(self.ID, start):
+            return False
+        if token[:1] in "'\"" and len(token) >= 2:
+            new_token = token[0] + new + token[-1]
+        else:
+            new_token = new
+        self.edits.append(Edit(start, end, new_token))
+        line, col = self.positions.line_col(start)
+        self.ctx.add(self.ID, line, col, message, kind="change")
+        return True
+
+    def report(self, offset: int, message: str, *, severity: str = "warning", hint: str = "") -> None:
+        line, col = self.positions.line_col(offset)
+        self.ctx.add(self.ID, line, col, message, severity=severity, hint=hint)
+
+
+def value_of(mapping: CommentedMap, key: str) -> Optional[Any]:
+    return mapping.get(key) if isinstance(mapping, CommentedMap) else None
