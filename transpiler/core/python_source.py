@@ -18,6 +18,63 @@ class SourceError(Exception):
     """A file that cannot be converted; the message names the reason and, where known, the line."""
 
 
+_PATCHERS = frozenset({"setattr", "delattr", "monkeypatch.setattr", "monkeypatch.delattr", "patch",
+                       "mock.patch", "unittest.mock.patch", "patch.object", "mock.patch.object"})
+
+
+def _patch_targets(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """The parts of torch.cuda a statement or call assigns to, deletes or patches (a shim such as
+    `torch.cuda.Event = torch.npu.Event`): left exactly as written, since renaming them would
+    overwrite torch.npu's own names."""
+    if isinstance(node, cst.Assign):
+        targets = [t.target for t in node.targets]
+    elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
+        targets = [node.target]
+    elif isinstance(node, cst.Del):
+        targets = [node.target]
+    elif isinstance(node, cst.Call) and node.args:
+        name = _dotted(node.func)
+        if not (name in _PATCHERS or name.endswith((".patch", ".patch.object"))):
+            return []
+        targets = [node.args[0].value]
+    else:
+        return []
+    return [t for t in _flatten_targets(targets) if _names_torch_cuda(t)]
+
+
+def _flatten_targets(targets):
+    for t in targets:
+        if isinstance(t, (cst.Tuple, cst.List)):
+            yield from _flatten_targets(e.value for e in t.elements)
+        else:
+            yield t
+
+
+def _names_torch_cuda(node: cst.CSTNode) -> bool:
+    if isinstance(node, cst.SimpleString):
+        value = node.evaluated_value
+        return isinstance(value, str) and (value == "torch.cuda" or value.startswith("torch.cuda."))
+    name = _dotted(node) if isinstance(node, (cst.Name, cst.Attribute)) else ""
+    return name == "torch.cuda" or name.startswith("torch.cuda.")
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        head = _dotted(node.value)
+        return f"{head}.{node.attr.value}" if head else ""
+    return ""
+
+
+def _subtree(node: cst.CSTNode):
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        yield n
+        stack.extend(n.children)
+
+
 class _Dispatcher(cst.CSTTransformer):
     """Runs the visit_/leave_ methods of all rules in a single walk, keeping the import table current."""
 
@@ -39,6 +96,9 @@ class _Dispatcher(cst.CSTTransformer):
         kind = type(node)
         if kind in _SCOPE_TYPES:
             self._ctx.imports.enter(node)
+        if kind in _PATCH_TYPES:
+            for target in _patch_targets(node):
+                self._ctx.patched.update(id(n) for n in _subtree(target))
         if self._ctx.npu_aware:
             if self._guard is None and kind in _GUARD_TYPES and is_npu_guard(node):
                 self._guard = node
@@ -72,6 +132,7 @@ class _Dispatcher(cst.CSTTransformer):
 # The nodes ImportTable.enter/leave act on (it opens a scope for a module, def or class); calling it
 # for these alone spares an isinstance test through ABCMeta on every other node.
 _SCOPE_TYPES = frozenset({cst.Module, cst.FunctionDef, cst.ClassDef})
+_PATCH_TYPES = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del, cst.Call)
 _GUARD_TYPES = frozenset({cst.If, cst.IfExp})
 
 

@@ -52,8 +52,12 @@ def silenced(ignores: dict[int, Optional[frozenset[str]]], first: int, last: int
     return False
 
 
+# "npu" as a word of its own (torch.npu, is_npu_available, device == "npu", NPU), not inside `inputs`.
+_NPU_WORD = re.compile(r"(?<![a-z])npu(?![a-z])", re.I)
+
+
 def _mentions_npu(node: cst.CSTNode) -> bool:
-    return "npu" in cst.Module(body=[]).code_for_node(node).lower()
+    return _NPU_WORD.search(cst.Module(body=[]).code_for_node(node)) is not None
 
 
 def _chain_tests(node: cst.If):
@@ -152,6 +156,7 @@ class PythonContext(FileContext):
         # only about nodes already visited); only files that mention the NPU can have any.
         self.npu_aware = "npu" in text
         self.npu_guarded: set[int] = set()
+        self.patched: set[int] = set()  # ids of nodes inside assignment, del and patch targets
         self.changed = False
 
     def resolve(self, node: cst.BaseExpression) -> Optional[str]:
@@ -163,6 +168,11 @@ class PythonContext(FileContext):
         if self._positions is None:
             self._positions = NodeLocations(self.module)
         return self._positions.get(node)
+
+    def is_patched(self, node: cst.CSTNode) -> bool:
+        """True inside what the code assigns, deletes or patches (`torch.cuda.Event = torch.npu.Event`,
+        `setattr(torch.cuda, ...)`, `mock.patch("torch.cuda.x")`): renaming it would patch torch.npu."""
+        return id(node) in self.patched
 
     def in_npu_branch(self, node: cst.CSTNode) -> bool:
         """True inside an `if`/`elif` chain or conditional expression that already tests for the NPU
@@ -204,6 +214,10 @@ class PythonRule(Rule):
         """Return `new` and record the change, unless an ignore comment covers `original` or it sits in
         code that already handles the NPU."""
         if self.ctx.is_silenced(original, self.ID):
+            return updated
+        if self.ctx.is_patched(original):
+            self.ctx.note(original, self.ID, "left as is: this name is assigned or patched here (a shim that "
+                                             "points torch.cuda at NPU objects on purpose)", severity="info")
             return updated
         if self.ctx.in_npu_branch(original):
             self.ctx.note(original, self.ID, "left as is: this branch is the CUDA side of code that already "
