@@ -11,6 +11,16 @@ from npu_port.transpiler.core.cst_walk import transform
 
 # Signs that a file already uses the NPU without importing torch_npu (e.g. ported by hand).
 _USES_NPU = re.compile(r"torch\.npu|from torch import npu|\.npu\(|\.is_npu\b")
+_NPU_NATIVE_IMPORT = re.compile(r"^[ \t]*(?:from|import)[ \t]+(?:torch_npu|vllm_ascend|mindspeed\w*)\b", re.M)
+_NPU_PACKAGE = re.compile(r"(?:^|[/\\])\w+_ascend[/\\]")
+
+
+def _is_npu_native(path: str, text: str) -> bool:
+    return bool(_NPU_PACKAGE.search(path) or _NPU_NATIVE_IMPORT.search(text))
+
+
+# Run-time NPU selection: transformers/accelerate/verl style availability checks.
+_NPU_PREDICATE = re.compile(r"\bis_(?:torch_)?npu_available\b")
 
 
 def _imported_modules(line: cst.CSTNode) -> list[tuple[str, bool]]:
@@ -142,6 +152,10 @@ class TorchNpuImport(PythonRule):
         `from torch import npu` that would otherwise run first. Never twice; never in files that do not
         import torch.
 
+        Files that are NPU code already (they import torch_npu, vllm_ascend or mindspeed somewhere, or
+        sit in an `*_ascend` package) get no import, and neither do files that pick the NPU at run
+        time (an `is_torch_npu_available()` or an NPU branch): an info finding says so.
+
     Why:
         torch_npu registers the `npu` device, `torch.npu` and the HCCL backend. torch-npu 2.14 also loads
         itself on `import torch` through an entry point, but the explicit import is the Ascend convention
@@ -167,7 +181,15 @@ class TorchNpuImport(PythonRule):
         return facts.has_word("torch") and facts.search(_USES_NPU)
 
     def finalize(self, original: cst.Module, updated: cst.Module) -> cst.Module:
-        if not (self.ctx.changed or _USES_NPU.search(self.ctx.text)):
+        # NPU code already (it imports torch_npu, vllm_ascend or mindspeed somewhere, or lives in an
+        # *_ascend package) imports torch_npu where and when it chooses: vllm-ascend keeps it out of
+        # its platform module on purpose. A file that picks the NPU at run time must keep importing on
+        # GPU and CPU hosts. Neither gets an unconditional import.
+        if not (self.ctx.changed or _USES_NPU.search(self.ctx.text)) or _is_npu_native(self.ctx.path, self.ctx.text):
+            return updated
+        if self.ctx.npu_guarded or _NPU_PREDICATE.search(self.ctx.text):
+            self.report(_Scope(original.body).anchor or original, "left without `import torch_npu`: this file already selects the NPU at run "
+                                  "time; import it where the NPU branch runs", severity="info")
             return updated
         module_scope = _Scope(updated.body)
         if module_scope.has_torch_npu:
