@@ -9,7 +9,7 @@ from typing import Callable, Optional, Sequence
 
 import libcst as cst
 
-from npu_port.transpiler.core.rules import PythonContext, PythonRule, RunOptions, is_npu_guard
+from npu_port.transpiler.core.rules import PythonContext, PythonRule, RunOptions, is_npu_guard, sibling_guards
 from npu_port.transpiler.core.cst_walk import transform
 from npu_port.transpiler.core.report import Finding
 
@@ -91,6 +91,7 @@ class _Dispatcher(cst.CSTTransformer):
                     self._leaves[attr[6:]].append(getattr(rule, attr))
 
         self._guard: Optional[cst.CSTNode] = None  # the outermost NPU guard being walked through
+        self._siblings: set[int] = set()  # `if`s that dispatch beside one that handles the NPU
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         kind = type(node)
@@ -100,7 +101,9 @@ class _Dispatcher(cst.CSTTransformer):
             for target in _patch_targets(node):
                 self._ctx.patched.update(id(n) for n in _subtree(target))
         if self._ctx.npu_aware:
-            if self._guard is None and kind in _GUARD_TYPES and is_npu_guard(node):
+            if kind in _BLOCK_TYPES:
+                self._siblings.update(id(i) for i in sibling_guards(node.body))
+            if self._guard is None and kind in _GUARD_TYPES and (is_npu_guard(node) or id(node) in self._siblings):
                 self._guard = node
             if self._guard is not None:
                 self._ctx.npu_guarded.add(id(node))
@@ -133,7 +136,8 @@ class _Dispatcher(cst.CSTTransformer):
 # for these alone spares an isinstance test through ABCMeta on every other node.
 _SCOPE_TYPES = frozenset({cst.Module, cst.FunctionDef, cst.ClassDef})
 _PATCH_TYPES = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del, cst.Call)
-_GUARD_TYPES = frozenset({cst.If, cst.IfExp})
+_GUARD_TYPES = frozenset({cst.If, cst.IfExp, cst.List, cst.Tuple, cst.Set})
+_BLOCK_TYPES = frozenset({cst.Module, cst.IndentedBlock})
 
 
 def parse_module(source: bytes | str) -> cst.Module:

@@ -10,7 +10,7 @@ from __future__ import annotations
 import inspect
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Optional
+from typing import TYPE_CHECKING, Any, ClassVar, Optional, Sequence
 
 import libcst as cst
 
@@ -66,12 +66,43 @@ def _chain_tests(node: cst.If):
         node = node.orelse
 
 
+def _names_npu_value(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.SimpleString) and _NPU_WORD.search(node.value) is not None
+
+
 def is_npu_guard(node: cst.CSTNode) -> bool:
-    """An if/elif chain or conditional expression whose test mentions the NPU: the root of code that
-    already handles both devices."""
+    """The root of code that already handles both devices, whose CUDA side stays as written:
+    - an if/elif chain whose tests mention the NPU;
+    - a conditional expression that mentions it in its test or either arm (`"nccl" if ... else "hccl"`
+      must not become `"hccl" if ... else "hccl"`);
+    - a list, tuple or set that names the NPU beside CUDA (`device=["cuda", "npu"]`, a registration
+      for both devices, must not become `["npu", "npu"]`)."""
     if isinstance(node, cst.If):
         return any(_mentions_npu(t) for t in _chain_tests(node))
-    return isinstance(node, cst.IfExp) and _mentions_npu(node.test)
+    if isinstance(node, cst.IfExp):
+        return _mentions_npu(node)
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        return any(_names_npu_value(e.value) for e in node.elements)
+    return False
+
+
+def sibling_guards(body: Sequence[cst.CSTNode]) -> list[cst.If]:
+    """`if` statements of one block that dispatch on the device beside one that handles the NPU:
+    `if name == "cuda": opts["num_gpus"] = n` followed by `if name == "npu": opts["resources"] = ...`.
+    Rewriting the first would make both run on the NPU."""
+    ifs = [s for s in body if isinstance(s, cst.If)]
+    if len(ifs) < 2 or not any(is_npu_guard(i) for i in ifs):
+        return []
+    return [i for i in ifs if not is_npu_guard(i) and any(_CUDA_TEST.search(_code(t)) for t in _chain_tests(i))]
+
+
+# A test that picks the CUDA side: a comparison with the device name, or a CUDA availability check.
+_CUDA_TEST = re.compile(r"""(?:==|!=|\bin\b)\s*["']cuda["']|["']cuda["']\s*(?:==|!=)|is_(?:torch_)?cuda_available|"""
+                        r"""torch\.cuda\.is_available|\bis_nvidia\b|\bis_cuda\b""")
+
+
+def _code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
 
 
 class Rule:
