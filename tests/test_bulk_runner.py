@@ -10,7 +10,7 @@ import pytest
 
 from bulk_support import CUDA_MODEL, PLAIN_MODULE
 from npu_port.transpiler.bulk import runner
-from npu_port.transpiler.bulk.cache import Cache, fingerprint
+from npu_port.transpiler.bulk.cache import Cache, StatIndex, fingerprint
 from npu_port.transpiler.core.engine import Engine
 from npu_port.transpiler.core.files import bracket_depth_exceeds, python2_hint
 from npu_port.transpiler.bulk.runner import RunConfig, discover, run
@@ -124,9 +124,12 @@ def test_a_rerun_reads_only_the_files_whose_metadata_changed(tmp_path, monkeypat
 def test_a_file_modified_just_before_the_index_was_written_is_read_again(tmp_path, monkeypatch):
     import builtins
 
-    src = _tree(tmp_path)  # just written: within the index's racy window
+    src = _tree(tmp_path)
     files = list(discover([src]))
     rules = Engine(SETTINGS).rules
+    # The index is written within its racy window of the files' last change, however long the run takes.
+    last_change = max(f.path.stat().st_mtime_ns for f in files)
+    monkeypatch.setattr(StatIndex, "clock", staticmethod(lambda: last_change + StatIndex.RACY_NS // 2))
     run(files, SETTINGS, lambda s, c, o: None, rules, RunConfig(cache=Cache(tmp_path / "cache")))
     reads = []
     monkeypatch.setattr(runner, "open", lambda p, *a, **k: reads.append(p) or builtins.open(p, *a, **k),
