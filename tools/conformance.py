@@ -1,13 +1,14 @@
 """Static API conformance: do the calls and config keys in a file exist in the real packages?
 
-Checked against the committed snapshot of the real releases (transpiler/api_facts.py), never by
+Checked against the committed snapshot of the real releases (transpiler/tables/api_facts.py), never by
 importing them. For Python, every call into verl, vllm, ray, transformers or mindspeed_rl is resolved
 through the file's imports, through annotated or constructor-assigned variables (`llm = LLM(...)`,
 `engine: LLM`), and through `self.x` attributes typed by an annotation or a property's return type.
 The called name must exist, every keyword must be accepted (following `**kwargs` forwarding such as
 LLM -> EngineArgs), positional arguments must fit and required parameters must be supplied. Keys of
 a module-level `*OVERRIDES` dict and of VERL / MindSpeed-RL YAML configs must exist in the packaged
-config (VERL ppo_trainer) or the config classes (MindSpeed-RL).
+config (VERL ppo_trainer, through the schema the rules use: transpiler/tables/verl_keys.py) or the
+config classes (MindSpeed-RL).
 
 Outcomes: `error` (the real package lacks it) and `unverified` (the snapshot does not record that
 module or signature, so nothing can be said). Callers decide whether unverified is acceptable.
@@ -23,10 +24,9 @@ from typing import Any, Callable, Iterable, Iterator, Optional
 import yaml
 
 from npu_port.transpiler.tables import api_facts
+from npu_port.transpiler.tables.verl_keys import key_type, looks_like_verl_config, unknown_key
 
 CHECKED_PACKAGES = ("verl", "vllm", "ray", "transformers", "mindspeed_rl")
-# Keys under these VERL prefixes are free-form mappings handed to another library, not VERL schema.
-VERL_OPEN_PREFIXES = ("ray_kwargs.ray_init.runtime_env.",)
 # BaseConfig.update() treats `model` as a selector of the model section rather than an attribute.
 MSRL_SELECTOR_KEYS = frozenset({"model"})
 
@@ -234,7 +234,7 @@ class _PythonChecker:
             for key, value in zip(stmt.value.keys, stmt.value.values):
                 if isinstance(key, ast.Constant) and isinstance(key.value, str):
                     literal = _literal(value)
-                    for issue in check_verl_keys([(key.value, literal)], self.facts, line=key.lineno):
+                    for issue in check_verl_keys([(key.value, literal)], line=key.lineno):
                         self.issues.append(issue)
 
 
@@ -341,23 +341,21 @@ _COMPATIBLE = {
 }
 
 
-def check_verl_keys(pairs: Iterable[tuple[str, Any]], facts: Facts = api_facts.load, line: int = 0,
-                    config: str = "ppo_trainer") -> list[Issue]:
-    """Each dotted key must exist in VERL's packaged config, with a value of a compatible type."""
-    snap = facts("verl")
-    keys = snap.config_keys(config)
+def check_verl_keys(pairs: Iterable[tuple[str, Any]], line: int = 0, config: str = "ppo_trainer") -> list[Issue]:
+    """Each dotted key must exist in VERL's packaged config (what is free-form there, such as Ray's
+    runtime_env, is not looked into: transpiler/tables/verl_keys.py), with a value of a compatible type."""
+    version = api_facts.load("verl").version
     issues = []
     for key, value in pairs:
-        if key.startswith(VERL_OPEN_PREFIXES):
-            continue
-        if key not in keys:
+        if unknown_key(key, config, invented_ok=False) is not None:
             issues.append(Issue(line, 1, "error", key, f"{key} is not a key of VERL's {config}.yaml "
-                                f"(verl {snap.version})"))
+                                f"(verl {version})"))
             continue
-        expected = _COMPATIBLE.get(keys[key])
+        kind = key_type(key, config)
+        expected = _COMPATIBLE.get(kind) if kind else None
         if expected and value is not _UNKNOWN and value is not None and (
-                not isinstance(value, expected) or (keys[key] in ("int", "float") and isinstance(value, bool))):
-            issues.append(Issue(line, 1, "error", key, f"{key} holds a {keys[key]} in VERL's {config}.yaml, "
+                not isinstance(value, expected) or (kind in ("int", "float") and isinstance(value, bool))):
+            issues.append(Issue(line, 1, "error", key, f"{key} holds a {kind} in VERL's {config}.yaml, "
                                 f"not a {type(value).__name__} ({value!r})"))
     return issues
 
@@ -371,10 +369,10 @@ def _flatten(mapping: dict, prefix: str = "") -> Iterator[tuple[str, Any]]:
             yield dotted, value
 
 
-def check_verl_yaml(text: str, facts: Facts = api_facts.load) -> list[Issue]:
+def check_verl_yaml(text: str) -> list[Issue]:
     data = yaml.safe_load(text) or {}
     body = {k: v for k, v in data.items() if k not in ("defaults", "hydra")}
-    return check_verl_keys(_flatten(body), facts)
+    return check_verl_keys(_flatten(body))
 
 
 def check_mindspeed_yaml(text: str, facts: Facts = api_facts.load) -> list[Issue]:
@@ -413,7 +411,7 @@ def config_framework(text: str) -> Optional[str]:
         return None
     if {"megatron_training", "rl_config", "generate_config", "actor_config"} & set(data):
         return "mindspeed_rl"
-    if {"actor_rollout_ref", "trainer", "algorithm"} & set(data):
+    if looks_like_verl_config(set(data), min_sections=1):  # an override file may hold one section
         return "verl"
     return None
 
@@ -425,7 +423,7 @@ def check_file(path: Path, facts: Facts = api_facts.load) -> list[Issue]:
     if path.suffix in (".yaml", ".yml"):
         framework = config_framework(text)
         if framework == "verl":
-            return check_verl_yaml(text, facts)
+            return check_verl_yaml(text)
         if framework == "mindspeed_rl":
             return check_mindspeed_yaml(text, facts)
     return []

@@ -1,4 +1,5 @@
-"""VERL config-key lookups shared by the `unknown-verl-key-*` checks (facts: codemods/data/api/verl.json)."""
+"""VERL config-key lookups: the one definition of VERL's config schema, shared by the `unknown-verl-key-*`
+checks and the conformance checker (tools/conformance.py). Facts: codemods/data/api/verl.json."""
 
 from __future__ import annotations
 
@@ -46,18 +47,25 @@ def config_names() -> list[str]:
     return sorted(api_facts.load("verl").raw.get("config_keys", {}))
 
 
-def unknown_key(dotted: str, config: Optional[str] = None) -> Optional[UnknownKey]:
+def key_type(dotted: str, config: str) -> Optional[str]:
+    """The type of the default VERL's packaged `config` gives `dotted` ("int", "dict", "null", ...); None
+    when the config has no such key (it may still lie in a free-form dict: see unknown_key)."""
+    return _keys(config).get(dotted)
+
+
+def unknown_key(dotted: str, config: Optional[str] = None, *, invented_ok: bool = True) -> Optional[UnknownKey]:
     """The first part of `dotted` that VERL's packaged config lacks, or None when it is known (or lies
     inside a free-form dict such as `engine_kwargs.vllm`, or under a `null` default). Without a
-    `config`, a key any packaged trainer config has is known."""
+    `config`, a key any packaged trainer config has is known. With `invented_ok`, a part that is an
+    invented name (`n_npus_per_node`) counts as known: the rules report it as unknown-framework-arg-*."""
     configs = [config] if config else config_names()
-    results = [_unknown_in(dotted, c) for c in configs]
+    results = [_unknown_in(dotted, c, invented_ok) for c in configs]
     if any(r is None for r in results):
         return None
     return results[0]
 
 
-def _unknown_in(dotted: str, config: str) -> Optional[UnknownKey]:
+def _unknown_in(dotted: str, config: str, invented_ok: bool) -> Optional[UnknownKey]:
     keys, children = _keys(config), _children(config)
     parts = dotted.split(".")
     for i in range(len(parts)):
@@ -69,13 +77,15 @@ def _unknown_in(dotted: str, config: str) -> Optional[UnknownKey]:
             continue
         parent = ".".join(parts[:i])
         siblings = children.get(parent, frozenset())
-        if parts[i] in INVENTED_NAMES:
+        if invented_ok and parts[i] in INVENTED_NAMES:
             return None  # reported, with the real name, by unknown-framework-arg-*
         close = difflib.get_close_matches(parts[i], sorted(siblings), n=3, cutoff=0.6)
         return UnknownKey(prefix, tuple(f"{parent}.{c}" if parent else c for c in close))
     return None
 
 
-def looks_like_verl_config(top_keys: set[str]) -> bool:
-    """A YAML document that is a VERL trainer config (or an override file of one)."""
-    return len(top_keys & set(TOP_SECTIONS_HINT)) >= 2 and ("actor_rollout_ref" in top_keys or "trainer" in top_keys)
+def looks_like_verl_config(top_keys: set, min_sections: int = 2) -> bool:
+    """A YAML document that is a VERL trainer config (or an override file of one): `min_sections` of its
+    top-level sections, one of them `actor_rollout_ref` or `trainer`."""
+    return len(top_keys & set(TOP_SECTIONS_HINT)) >= min_sections and (
+        "actor_rollout_ref" in top_keys or "trainer" in top_keys)
