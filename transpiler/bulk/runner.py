@@ -24,7 +24,8 @@ from npu_port.transpiler.core.rules import Rule
 from npu_port.transpiler.bulk.cache import SKIPPED, Cache, fingerprint
 from npu_port.transpiler.core.engine import CONVERTERS, Converted, Engine
 from npu_port.transpiler.bulk.executors import DEFAULT_TIMEOUT, Executor, InlineExecutor, ProcessExecutor, default_jobs
-from npu_port.transpiler.core.files import language_of, needs_head, printable, read_head, walk
+from npu_port.transpiler.core.files import (NOT_REGULAR, ReadError, language_of, needs_head, printable, read_head,
+                                            source_text, too_large, walk)
 from npu_port.transpiler.output.progress import Reporter
 from npu_port.transpiler.core.report import FileOutcome
 from npu_port.transpiler.core.settings import Settings
@@ -228,7 +229,7 @@ def _triage(index: int, src: SourceFile, group: _Group, cache: Optional[Cache], 
         return done("copied", "link")
     language = language_of(src.path, read_head(src.path) if needs_head(src.path) else b"")
     if not stat.S_ISREG(st.st_mode):
-        return done("failed", language, "not a regular file (FIFO, socket or device); left out")
+        return done("failed", language, f"{NOT_REGULAR}; left out")
     if language not in CONVERTERS:
         return done("copied", language)
     if not engine.by_language.get(language):
@@ -248,18 +249,16 @@ def _triage(index: int, src: SourceFile, group: _Group, cache: Optional[Cache], 
             if original is not None and digest_of(original) == known:
                 return Converted(outcome, output), original
     if st.st_size > settings.max_bytes:
-        return done("failed", language, f"too large ({st.st_size} bytes > limit {settings.max_bytes}; "
-                                        f"see --max-bytes); copied unconverted")
+        return done("failed", language, f"{too_large(st.st_size, settings.max_bytes)}; copied unconverted")
     try:
         with open(src.path, "rb") as fh:
             data = fh.read()
     except OSError as exc:
         return done("failed", language, f"cannot read: {exc.strerror}")
-    if b"\x00" in data:
-        return done("failed", language, "binary file (contains NUL bytes), not source text; copied unconverted")
-    error = _decode_error(data, language)
-    if error:
-        return done("failed", language, error + "; copied unconverted")
+    try:
+        source_text(data, language)
+    except ReadError as exc:
+        return done("failed", language, f"{exc}; copied unconverted")
     chosen = engine.needs_parse(data, language)
     if not chosen:
         if seen is not None:
@@ -275,31 +274,6 @@ def _triage(index: int, src: SourceFile, group: _Group, cache: Optional[Cache], 
     stats[index] = st
     return Task(index, str(src.path), src.display, language, data if ship else None,
                 rules=tuple(r.ID for r in chosen))
-
-
-def _decode_error(data: bytes, language: str) -> str:
-    """Why the bytes are not text in their declared encoding (UTF-8 unless a Python coding cookie says else)."""
-    try:
-        data.decode("utf-8")
-        return ""
-    except UnicodeDecodeError as exc:
-        utf8_error = f"cannot decode: not valid UTF-8 at byte {exc.start}"
-    if language != "python":
-        return utf8_error
-    import io
-    import tokenize
-
-    try:
-        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
-    except SyntaxError as exc:
-        return f"cannot decode: {exc}"
-    if encoding in ("utf-8", "utf-8-sig"):
-        return utf8_error
-    try:
-        data.decode(encoding)
-        return ""
-    except (UnicodeDecodeError, LookupError) as exc:
-        return f"cannot decode: not valid {encoding} as its coding line declares ({exc})"
 
 
 class _Delivery:

@@ -18,7 +18,7 @@ import click
 import yaml
 
 from npu_port.transpiler.commands._write import write_output
-from npu_port.transpiler.core.files import ReadError, read_source
+from npu_port.transpiler.core.files import ReadError, read_text
 from npu_port.transpiler.generate.render import render, schemas
 from npu_port.transpiler.generate.schema import Option, OptionError, Schema
 
@@ -58,11 +58,9 @@ def load_spec(path: Path) -> dict[str, Any]:
     """Options from a YAML or JSON file: a mapping of option names (dashes or underscores) to values."""
     what = "JSON" if path.suffix == ".json" else "YAML"
     try:
-        text = read_source(path).decode("utf-8-sig")
+        text = read_text(path, bom=True)
     except ReadError as exc:
         raise click.UsageError(f"--from {path}: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise click.UsageError(f"--from {path}: not valid UTF-8 (byte {exc.start})") from None
     try:
         data = json.loads(text) if what == "JSON" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:

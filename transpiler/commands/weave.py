@@ -10,7 +10,7 @@ import click
 
 from npu_port.transpiler.commands.generate import schema_option, load_spec
 from npu_port.transpiler.commands._write import write_output
-from npu_port.transpiler.core.files import ReadError, read_source
+from npu_port.transpiler.core.files import ReadError, read_text
 from npu_port.transpiler.output.render import unified_diff
 from npu_port.transpiler.generate.render import schemas
 from npu_port.transpiler.generate.schema import OptionError
@@ -54,11 +54,11 @@ def weave_command(script: Path, adapter: str, output: Optional[Path], in_place: 
     options.update({k: v for k, v in cli_values.items() if v is not None})
     try:
         schemas()[ADAPTERS[adapter]].validate(options)
-        source = read_source(script).decode("utf-8")
+        source = read_text(script)
         result = weave(source, adapter, options=options, entry=entry, handoff_dir=handoff_dir)
     except OptionError as exc:
         raise click.UsageError("invalid options:\n  " + "\n  ".join(exc.problems)) from None
-    except (ReadError, UnicodeDecodeError) as exc:
+    except ReadError as exc:
         raise click.ClickException(f"{script}: {exc}") from None
     except WeaveError as exc:
         raise click.ClickException(f"{script}: {exc}") from None

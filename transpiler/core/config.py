@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
-from npu_port.transpiler.core.files import ReadError, read_source
+from npu_port.transpiler.core.files import ReadError, read_source, read_text
 from npu_port.transpiler.tables.mapping import available_targets
 from npu_port.transpiler.bulk.runner import RunConfig, RunResult, SourceFile, discover, run
 from npu_port.transpiler.core.settings import Settings
@@ -207,11 +207,9 @@ def _key_line(text: str, key: str, in_tool_table: bool) -> int:
 def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, Source]]:
     """Validated values of one file, keyed by the canonical (kebab-case) key, with their lines."""
     try:
-        text = read_source(path).decode("utf-8-sig")  # a BOM, as Windows editors write it, is no error
+        text = read_text(path, bom=True)  # a BOM, as Windows editors write it, is no error
     except ReadError as exc:
         raise ConfigError(f"{path}: {exc}") from None
-    except UnicodeDecodeError as exc:
-        raise ConfigError(f"{path}: cannot read: not valid UTF-8 (byte {exc.start})") from None
     try:
         doc = tomllib.loads(text)
     except tomllib.TOMLDecodeError as exc:

@@ -8,7 +8,7 @@ from typing import Optional, Sequence
 
 from npu_port.transpiler.core.rules import FileContext, Rule, RunOptions
 from npu_port.transpiler.analysis.source_facts import scan
-from npu_port.transpiler.core.files import language_of
+from npu_port.transpiler.core.files import ReadError, language_of, source_text
 from npu_port.transpiler.core.python_source import SourceError, convert_python
 from npu_port.transpiler.core.registry import select_rules
 from npu_port.transpiler.core.report import FileOutcome
@@ -24,12 +24,10 @@ class Converted:
 def convert_text(data: bytes, path: str, rule_classes: Sequence[type[Rule]], options: RunOptions):
     """Shell, YAML and CUDA C++: each rule rewrites (or reads) the text in turn (token-aware / round-trip
     editors)."""
-    if b"\x00" in data:
-        raise SourceError("binary file (contains NUL bytes)")
     try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise SourceError(f"not valid UTF-8 at byte {exc.start}") from None
+        text = source_text(data, language_of(path))
+    except ReadError as exc:
+        raise SourceError(str(exc)) from None
     ctx = FileContext(path, text, options)
     new = text
     for cls in rule_classes:

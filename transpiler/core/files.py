@@ -27,7 +27,35 @@ MAX_BRACKET_DEPTH = 200
 
 
 class ReadError(Exception):
-    pass
+    """An input that cannot be read as text: the message says why, without the file's name (the caller
+    names it)."""
+
+
+class DecodeError(ReadError):
+    """Bytes that are not text in their encoding; `line` (1-based) holds the first bad byte."""
+
+    def __init__(self, message: str, line: int = 1):
+        super().__init__(message)
+        self.line = line
+
+
+# The one wording of each reason an input is not source text.
+NUL_BYTES = "binary file (contains NUL bytes), not source text"
+NOT_REGULAR = "not a regular file (FIFO, socket or device)"
+
+
+def too_large(size: int, limit: int, flag: Optional[str] = "--max-bytes") -> str:
+    return f"too large ({size} bytes > limit {limit}{f'; see {flag}' if flag else ''})"
+
+
+def decode_problem(exc: UnicodeDecodeError) -> str:
+    """`cannot decode: not UTF-8 text (byte N: why)`; an encoding other than UTF-8 is the one a Python
+    coding line declared."""
+    if exc.encoding.lower().replace("_", "-") in ("utf-8", "utf8", "utf-8-sig"):
+        what = "UTF-8 text"
+    else:
+        what = f"{exc.encoding} text as its coding line declares"
+    return f"cannot decode: not {what} (byte {exc.start}: {exc.reason})"
 
 
 def printable(text: str) -> str:
@@ -95,25 +123,74 @@ def walk(root: Path, exclude: Iterable[Path] = ()) -> Iterator[Path]:
                 yield Path(dirpath) / name
 
 
-def read_source(path: Path, max_bytes: int = DEFAULT_MAX_BYTES) -> bytes:
-    """Read a regular file; FIFOs, devices and oversized files are refused instead of blocking or exhausting memory."""
+def read_source(path: Path, max_bytes: int = DEFAULT_MAX_BYTES, flag: Optional[str] = "--max-bytes") -> bytes:
+    """Read a regular file; FIFOs, devices and oversized files are refused (ReadError) instead of blocking
+    or exhausting memory. `flag`: the option that sets `max_bytes`, named when a file is too large."""
     try:
         st = os.stat(path)
     except OSError as exc:
         raise ReadError(f"cannot read: {exc.strerror}") from None
     if not stat.S_ISREG(st.st_mode):
-        raise ReadError("not a regular file (FIFO, socket or device)")
+        raise ReadError(NOT_REGULAR)
     if st.st_size > max_bytes:
-        raise ReadError(f"too large ({st.st_size} bytes > limit {max_bytes}; see --max-bytes)")
+        raise ReadError(too_large(st.st_size, max_bytes, flag))
     try:
         # O_NONBLOCK: should the file be swapped for a FIFO after the stat, open() still returns.
         fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
         with os.fdopen(fd, "rb") as fh:
             if not stat.S_ISREG(os.fstat(fh.fileno()).st_mode):
-                raise ReadError("not a regular file (FIFO, socket or device)")
+                raise ReadError(NOT_REGULAR)
             return fh.read()
     except OSError as exc:
         raise ReadError(f"cannot read: {exc.strerror}") from None
+
+
+def decode_text(data: bytes, *, bom: bool = False) -> str:
+    """UTF-8 bytes as text (with `bom`, a leading byte-order mark, as Windows editors write it, is
+    dropped); DecodeError otherwise."""
+    try:
+        return data.decode("utf-8-sig" if bom else "utf-8")
+    except UnicodeDecodeError as exc:
+        raise _not_text(data, exc) from None
+
+
+def _not_text(data: bytes, exc: UnicodeDecodeError) -> DecodeError:
+    return DecodeError(decode_problem(exc), data.count(b"\n", 0, exc.start) + 1)
+
+
+def read_text(path: Path, max_bytes: int = DEFAULT_MAX_BYTES, *, bom: bool = False,
+              flag: Optional[str] = "--max-bytes") -> str:
+    """read_source, then decode_text: a regular UTF-8 file's text, or ReadError (DecodeError) saying why not."""
+    return decode_text(read_source(path, max_bytes, flag), bom=bom)
+
+
+def source_text(data: bytes, language: str) -> str:
+    """`data` as text, or ReadError saying why it is no source text: NUL bytes (a binary file), or bytes
+    not valid in its encoding, UTF-8 or, for Python, the one its coding line declares (for Python the
+    check is what counts: the parser decodes the file itself)."""
+    if b"\x00" in data:
+        raise ReadError(NUL_BYTES)
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        if language != "python":
+            raise _not_text(data, exc) from None
+        utf8_error = _not_text(data, exc)
+    import io
+    import tokenize
+
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise ReadError(f"cannot decode: {exc}") from None
+    if encoding in ("utf-8", "utf-8-sig"):
+        raise utf8_error
+    try:
+        return data.decode(encoding)
+    except UnicodeDecodeError as exc:
+        raise _not_text(data, exc) from None
+    except LookupError as exc:
+        raise ReadError(f"cannot decode: {exc}") from None
 
 
 def bracket_depth_exceeds(data: bytes, limit: int = MAX_BRACKET_DEPTH) -> bool:

@@ -11,6 +11,7 @@ import libcst as cst
 
 from npu_port.transpiler.core.rules import PythonContext, PythonRule, RunOptions, is_npu_guard, sibling_guards
 from npu_port.transpiler.core.cst_walk import transform
+from npu_port.transpiler.core.files import NUL_BYTES, decode_problem
 from npu_port.transpiler.core.report import Finding
 
 
@@ -152,12 +153,14 @@ def parse_module(source: bytes | str) -> cst.Module:
 
 def parse(data: bytes, path: str) -> cst.Module:
     if b"\x00" in data:
-        raise SourceError("binary file (contains NUL bytes), not Python source")
+        raise SourceError(NUL_BYTES)
     try:
         return parse_module(data)
     except cst.ParserSyntaxError as exc:
         raise SourceError(syntax_error_message(data, exc)) from None
-    except (UnicodeDecodeError, LookupError, SyntaxError) as exc:
+    except UnicodeDecodeError as exc:
+        raise SourceError(decode_problem(exc)) from None
+    except (LookupError, SyntaxError) as exc:  # an unknown or impossible coding line
         raise SourceError(f"cannot decode: {exc}") from None
     except RecursionError:
         raise SourceError("too deeply nested for the parser (RecursionError)") from None

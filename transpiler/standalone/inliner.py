@@ -15,7 +15,7 @@ from typing import Iterable, Optional, Sequence
 import libcst as cst
 
 from npu_port.transpiler.analysis.imports import dotted_name
-from npu_port.transpiler.core.files import ReadError, read_source, too_deep_for_this_process
+from npu_port.transpiler.core.files import ReadError, read_text, too_deep_for_this_process
 from npu_port.transpiler.standalone.closure import SCRIPT, Closure
 from npu_port.transpiler.standalone.errors import Problem, StandaloneError
 from npu_port.transpiler.standalone.graph import ModuleAnalyzer, ModuleInfo, Ref, Statement, code_of
@@ -84,8 +84,8 @@ def make_standalone(script: Path, packages: Sequence[str], search_paths: Iterabl
 def _read_script(script: Path, display: str) -> str:
     """Like every input: a regular file within the size limit (a FIFO would hang, /dev/zero fill memory)."""
     try:
-        return read_source(script).decode("utf-8")
-    except (ReadError, UnicodeDecodeError) as exc:
+        return read_text(script)
+    except ReadError as exc:
         raise StandaloneError([Problem(display, 1, 1, "script", f"cannot read: {exc}")]) from None
 
 

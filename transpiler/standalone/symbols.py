@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional, Union
 
-from npu_port.transpiler.core.files import ReadError, read_source, too_deep_for_this_process
+from npu_port.transpiler.core.files import ReadError, read_text, too_deep_for_this_process
 from npu_port.transpiler.standalone.graph import BUILTIN_NAMES, MODULE_DUNDERS, ModuleAnalyzer, ModuleInfo
 from npu_port.transpiler.standalone.resolver import SourceResolver
 
@@ -110,8 +110,8 @@ class Project:
             text = ""  # namespace package: no code of its own
         else:
             try:
-                text = read_source(src.path).decode("utf-8")
-            except (ReadError, UnicodeDecodeError) as exc:
+                text = read_text(src.path)
+            except ReadError as exc:
                 raise ModuleLoadError(f"cannot read {display_path(src.path)}: {exc}") from None
             if too_deep_for_this_process(text.encode("utf-8")):
                 raise ModuleLoadError(f"cannot parse {display_path(src.path)}: nested too deeply for the parser")

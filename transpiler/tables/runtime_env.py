@@ -12,7 +12,7 @@ from typing import Optional
 
 import yaml
 
-from npu_port.transpiler.core.files import ReadError, read_source
+from npu_port.transpiler.core.files import ReadError, read_text
 from npu_port.transpiler.tables.mapping import load_table
 from npu_port.transpiler.tables.user_tables import env_name_problem, text_problem
 
@@ -68,8 +68,8 @@ def load_profile(target: str, path: Optional[str] = None) -> RuntimeEnvProfile:
     data = builtin
     if path is not None:
         try:
-            data = yaml.safe_load(read_source(Path(path)).decode("utf-8"))
-        except (ReadError, UnicodeDecodeError, yaml.YAMLError, RecursionError) as exc:
+            data = yaml.safe_load(read_text(Path(path)))
+        except (ReadError, yaml.YAMLError, RecursionError) as exc:
             raise ProfileError(f"{path}: cannot read runtime_env profile: "
                                f"{'nested too deeply' if isinstance(exc, RecursionError) else exc}") from None
         if not isinstance(data, dict) or not isinstance(data.get("env_vars"), dict):

@@ -15,7 +15,6 @@ strings and keywords, shell and YAML; a dotted Python name, which reaches Python
 from __future__ import annotations
 
 import keyword
-import os
 import re
 import unicodedata
 from dataclasses import dataclass
@@ -29,7 +28,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from npu_port.transpiler.core.files import ReadError, read_source
+from npu_port.transpiler.core.files import DecodeError, ReadError, read_text
 from npu_port.transpiler.tables.mapping import MappingError, load_table
 
 MAX_RULES_BYTES = 5 * 1024 * 1024
@@ -169,20 +168,11 @@ def load_user_tables(path: Path, target: str) -> dict[str, list[dict[str, str]]]
 @lru_cache(maxsize=None)
 def _load(path: str, target: str) -> dict[str, list[dict[str, str]]]:
     try:
-        size = os.stat(path).st_size
-    except OSError as exc:
-        raise TableError(f"{path}: cannot read: {exc.strerror}") from None
-    if size > MAX_RULES_BYTES:
-        raise TableError(f"{path}: too large for a rules file ({size} bytes; the limit is {MAX_RULES_BYTES})")
-    try:
-        data = read_source(Path(path), max_bytes=MAX_RULES_BYTES)  # no FIFO or device: they would block
+        text = read_text(Path(path), MAX_RULES_BYTES, flag=None)  # no FIFO or device: they would block
+    except DecodeError as exc:
+        raise TableError(f"{path}:{exc.line}: {exc}") from None
     except ReadError as exc:
         raise TableError(f"{path}: {exc}") from None
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = data.count(b"\n", 0, exc.start) + 1
-        raise TableError(f"{path}:{line}: not UTF-8 text (byte {exc.start}: {exc.reason})") from None
     try:
         doc = _parse(text)
     except MarkedYAMLError as exc:
