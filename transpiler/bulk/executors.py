@@ -27,7 +27,9 @@ from npu_port.transpiler.bulk.worker import Result, Task, convert_task, raise_re
 
 DEFAULT_TIMEOUT = 120.0
 
-Job = tuple[Settings, Optional[Sequence[type[Rule]]]]  # (settings, rules) for the files of one group
+# What a worker needs to convert the files of one group: its settings and its rules (None: the
+# settings' selection).
+Job = tuple[Settings, Optional[Sequence[type[Rule]]]]
 
 
 class Executor(Protocol):

@@ -23,7 +23,8 @@ from typing import Callable, Iterable, Iterator, Optional, Sequence
 from npu_port.transpiler.core.rules import Rule
 from npu_port.transpiler.bulk.cache import SKIPPED, Cache, fingerprint
 from npu_port.transpiler.core.engine import CONVERTERS, Converted, Engine
-from npu_port.transpiler.bulk.executors import DEFAULT_TIMEOUT, Executor, InlineExecutor, ProcessExecutor, default_jobs
+from npu_port.transpiler.bulk.executors import (DEFAULT_TIMEOUT, Executor, InlineExecutor, Job, ProcessExecutor,
+                                                default_jobs)
 from npu_port.transpiler.core.files import (NOT_REGULAR, ReadError, language_of, needs_head, printable, read_head,
                                             source_text, too_large, walk)
 from npu_port.transpiler.output.progress import Reporter
@@ -79,7 +80,6 @@ class RunConfig:
 
 
 OnResult = Callable[[SourceFile, Converted, Optional[bytes]], None]
-Job = tuple[Settings, list[type[Rule]]]  # what a worker needs to convert the files of one group
 
 
 @dataclass
