@@ -9,6 +9,7 @@ import sys
 import click
 
 from npu_port.transpiler import __version__
+from npu_port.transpiler.core.exit_codes import ExitCode
 
 # Command name -> (module, attribute). A command's module is imported only when that command runs:
 # `npu-port convert` need not pay for the skeleton, standalone and documentation machinery.
@@ -49,20 +50,20 @@ def main() -> None:
         cli(prog_name="npu-port")
     except BrokenPipeError:  # `npu-port convert x.py | head`: the reader left, nothing to report
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter flushes it at exit
-        sys.exit(1)
+        sys.exit(ExitCode.FAILED)
     except OSError as exc:
         where = f": {exc.filename}" if exc.filename and str(exc.filename) not in str(exc.strerror) else ""
         click.echo(f"npu-port: error: {exc.strerror or exc}{where}", err=True)
-        sys.exit(1)
+        sys.exit(ExitCode.FAILED)
     except RecursionError:
         click.echo("npu-port: error: the input is nested too deeply to process", err=True)
-        sys.exit(1)
+        sys.exit(ExitCode.FAILED)
     except Exception as exc:  # a bug: say what, without a traceback, and how to get one
         click.echo(f"npu-port: internal error: {type(exc).__name__}: {exc} (please report it; "
                    f"NPU_PORT_TRACEBACK=1 shows where)", err=True)
         if os.environ.get("NPU_PORT_TRACEBACK"):
             raise
-        sys.exit(2)
+        sys.exit(ExitCode.INTERNAL)
 
 
 if __name__ == "__main__":

@@ -16,6 +16,7 @@ from typing import Optional
 
 from npu_port.transpiler.core.config import ProjectConfig, discover_files, run_configured
 from npu_port.transpiler.core.engine import Converted
+from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.core.registry import all_rules, select_rules
 from npu_port.transpiler.core.report import FileOutcome, Finding
 from npu_port.transpiler.bulk.runner import SourceFile
@@ -56,12 +57,12 @@ class CheckReport:
     def count(self, severity: str) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
 
-    def exit_code(self, strict: bool = False) -> int:
+    def exit_code(self, strict: bool = False) -> ExitCode:
         if self.internal_errors:
-            return 2
+            return ExitCode.INTERNAL
         if self.failed or self.count("error") or (strict and self.count("warning")):
-            return 1
-        return 0
+            return ExitCode.FAILED
+        return ExitCode.OK
 
     def source_line(self, finding: Finding) -> str:
         lines = self.sources.get(finding.file, [])

@@ -10,6 +10,7 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.check import run_check
 from npu_port.transpiler.commands._options import rule_options
 from npu_port.transpiler.commands.config import config_file_options, policy_options, resolve_config
@@ -17,7 +18,6 @@ from npu_port.transpiler.output.formats import (OUTPUT_FORMATS, render_github, r
                                 render_text, summary_path_ok, write_summary)
 from npu_port.transpiler.output.output_files import input_clash, write_output
 
-EXIT_CLEAN, EXIT_ERRORS, EXIT_USAGE = 0, 1, 2
 
 
 @click.command()
@@ -65,7 +65,7 @@ def check(ctx, paths, target, select, ignore, extras, forbid, no_relative, exclu
         report = run_check(list(paths), config, jobs=jobs)
     except Exception as exc:  # our bug, not the user's: say so and exit 2
         click.echo(f"npu-port: internal error: {type(exc).__name__}: {exc}", err=True)
-        sys.exit(EXIT_USAGE)
+        sys.exit(ExitCode.INTERNAL)
 
     if output_format == "text":
         if output_file:
@@ -101,4 +101,4 @@ def _write_file(option: str, dest: Path, write) -> None:
         write_output(dest, write)
     except OSError as exc:
         click.echo(f"npu-port: cannot write {option} {dest}: {exc.strerror or exc}", err=True)
-        sys.exit(EXIT_USAGE)
+        sys.exit(ExitCode.USAGE)

@@ -13,6 +13,7 @@ from typing import Optional
 
 import click
 
+from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.bulk.cache import Cache, default_cache_dir
 from npu_port.transpiler.commands._bulk_options import bulk_options
 from npu_port.transpiler.commands._options import rule_options, runtime_env_option
@@ -32,8 +33,6 @@ from npu_port.transpiler.bulk.runner import RunConfig, SourceFile
 from npu_port.transpiler.core.settings import Settings
 from npu_port.transpiler.bulk.worker import Task, convert_task
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE, EXIT_WOULD_CHANGE = 0, 1, 2, 3
-EXIT_INTERRUPTED = 130
 
 
 @click.command()
@@ -46,7 +45,7 @@ EXIT_INTERRUPTED = 130
 @click.option("--in-place", is_flag=True,
               help="Overwrite the inputs (atomic replace); only files whose current bytes git's index or HEAD "
                    "holds, unless --force.")
-@click.option("--check", is_flag=True, help=f"Write nothing; exit {EXIT_WOULD_CHANGE} if anything would change.")
+@click.option("--check", is_flag=True, help=f"Write nothing; exit {int(ExitCode.WOULD_CHANGE)} if anything would change.")
 @click.option("--report", "report_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Write every change and finding as JSON. Refused when it is (or links to) an input or a "
                    "source file under one; written by rename, so a link there is replaced, not followed.")
@@ -120,11 +119,11 @@ def convert(ctx, paths, target, select, ignore, extras, show_diff, out, in_place
     if interrupted:
         console.print("[bold red]interrupted[/]: the files listed above were written completely; "
                       "the rest were not written", highlight=False)
-        sys.exit(EXIT_INTERRUPTED)
+        sys.exit(ExitCode.INTERRUPTED)
     if any(o.status == "failed" for o in outcomes):
-        sys.exit(EXIT_FAILED)
+        sys.exit(ExitCode.FAILED)
     if check and any(o.status == "converted" for o in outcomes):
-        sys.exit(EXIT_WOULD_CHANGE)
+        sys.exit(ExitCode.WOULD_CHANGE)
 
 
 def check_output_folder(paths, out: Path, force: bool, single: bool) -> None:

@@ -11,6 +11,7 @@ from typing import Optional
 
 import click
 
+from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.check import run_check
 from npu_port.transpiler.commands._options import runtime_env_option, split_csv
 from npu_port.transpiler.commands.standalone import _scripts_in
@@ -26,7 +27,6 @@ from npu_port.transpiler.standalone import StandaloneError, make_standalone
 from npu_port.transpiler.standalone.resolver import split_packages
 from npu_port.transpiler.generate.weave import ADAPTERS, WeaveError, weave
 
-EXIT_OK, EXIT_FAILED = 0, 1
 _PROBLEMS_SHOWN = 5  # of a script that cannot be made standalone, on its one line
 
 
@@ -95,7 +95,7 @@ def pipeline(source, target, strip, search_paths, adapter, entry, runtime_env, o
                                                    written=len(written)).encode("utf-8"), what="--report")
     clean = len(written) == len(jobs) and not any(
         o.status == "failed" or any(f.severity == "error" for f in o.findings) for o in outcomes)
-    sys.exit(EXIT_OK if clean else EXIT_FAILED)
+    sys.exit(ExitCode.OK if clean else ExitCode.FAILED)
 
 
 def _check_written(written: dict[Path, bytes], target: str, packages) -> list[FileOutcome]:

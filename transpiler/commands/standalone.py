@@ -8,6 +8,7 @@ from typing import Optional
 
 import click
 
+from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.commands._options import rule_options, split_csv
 from npu_port.transpiler.core.engine import Engine
 from npu_port.transpiler.commands._write import why_unwritable
@@ -19,7 +20,6 @@ from npu_port.transpiler.core.settings import Settings
 from npu_port.transpiler.standalone import StandaloneError, make_standalone
 from npu_port.transpiler.standalone.resolver import split_packages
 
-EXIT_OK, EXIT_FAILED = 0, 1
 
 
 @click.command()
@@ -69,7 +69,7 @@ def standalone(source, strip, search_paths, out, allow_unresolved, run_convert, 
             failed += 1
     if len(jobs) > 1:
         console.print(f"{len(jobs)} scripts: {len(jobs) - failed} written, {failed} failed")
-    sys.exit(EXIT_FAILED if failed else EXIT_OK)
+    sys.exit(ExitCode.FAILED if failed else ExitCode.OK)
 
 
 def _scripts_in(folder: Path, packages: tuple[str, ...]) -> list[Path]:

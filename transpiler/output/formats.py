@@ -103,7 +103,7 @@ def render_json(report: CheckReport, *, command: str, target: str, strict: bool 
         "errors": report.count("error"),
         "warnings": report.count("warning"),
         "infos": report.count("info"),
-        "exit_code": report.exit_code(strict),
+        "exit_code": int(report.exit_code(strict)),
     }
     if statistics:
         summary["statistics"] = [{k: r[k] for k in ("rule", "severity", "count", "fixable")}
