@@ -22,9 +22,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Optional, Sequence
 
-from npu_port.transpiler.core.rules import TextRule
 from npu_port.transpiler.core.python_source import SourceError
-from npu_port.transpiler.text.text_edits import Edit, ParsedTexts, apply_edits
+from npu_port.transpiler.text.text_edits import Edit, ParsedTexts, SpanEditRule
 
 NAME_RE = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 ASSIGNMENT_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?\+?=")
@@ -650,18 +649,11 @@ def embed(text: str, quote: Optional[str]) -> str:
     return text
 
 
-class ShellRule(TextRule):
+class ShellRule(SpanEditRule):
     """A rule over shell scripts: `check(script)` looks at commands and calls `change` / `report`."""
 
     LANGUAGE = "shell"
-
-    def apply(self, text: str) -> str:
-        self.script, self.positions = parse_script(self.ctx, text)
-        self.edits: list[Edit] = []
-        self.check(self.script)
-        if not self.edits:
-            return text
-        return apply_edits(text, self.edits)
+    PARSE = parse_script
 
     def check(self, script: Script) -> None:  # pragma: no cover - interface
         raise NotImplementedError
@@ -683,16 +675,12 @@ class ShellRule(TextRule):
         """Insert whole lines before the line that starts at `offset`."""
         if self.positions.is_silenced(self.ID, offset):
             return False
-        text = self.script.text
+        text = self.parsed.text
         lead = "\n" if offset == len(text) and text and not text.endswith("\n") else ""
         self.edits.append(Edit(offset, offset, lead + "".join(line + "\n" for line in lines)))
         line, _ = self.positions.line_col(offset)
         self.ctx.add(self.ID, line, 1, message, kind="change")
         return True
-
-    def report(self, offset: int, message: str, *, severity: str = "warning", hint: str = "") -> None:
-        line, col = self.positions.line_col(offset)
-        self.ctx.add(self.ID, line, col, message, severity=severity, hint=hint)
 
     def command_scope(self, cmd: Command) -> tuple[int, int]:
         return cmd.start, cmd.end

@@ -12,9 +12,9 @@ import bisect
 import difflib
 import weakref
 from dataclasses import dataclass
-from typing import Callable, Generic, Iterable, Optional, TypeVar
+from typing import Any, Callable, ClassVar, Generic, Iterable, Optional, TypeVar
 
-from npu_port.transpiler.core.rules import FileContext, silenced
+from npu_port.transpiler.core.rules import FileContext, TextRule, silenced
 
 T = TypeVar("T")
 
@@ -124,3 +124,24 @@ class ParsedTexts(Generic[T]):
         self._cache[ctx] = (text, parsed, positions)
         return parsed, positions
 
+
+
+class SpanEditRule(TextRule):
+    """A text rule that edits exact spans of the text (ShellRule, YamlRule): `apply` parses the text once
+    for all the file's rules of its kind (`PARSE`), lets `check(parsed)` record span edits in
+    `self.edits` and findings with `report`, then applies the edits."""
+
+    PARSE: ClassVar[ParsedTexts[Any]]
+
+    def apply(self, text: str) -> str:
+        self.parsed, self.positions = self.PARSE(self.ctx, text)
+        self.edits: list[Edit] = []
+        self.check(self.parsed)
+        return apply_edits(text, self.edits) if self.edits else text
+
+    def check(self, parsed: Any) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def report(self, offset: int, message: str, *, severity: str = "warning", hint: str = "") -> None:
+        line, col = self.positions.line_col(offset)
+        self.ctx.add(self.ID, line, col, message, severity=severity, hint=hint)

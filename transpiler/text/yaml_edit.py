@@ -13,9 +13,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
-from npu_port.transpiler.core.rules import TextRule
 from npu_port.transpiler.core.python_source import SourceError
-from npu_port.transpiler.text.text_edits import Edit, ParsedTexts, apply_edits
+from npu_port.transpiler.text.text_edits import Edit, ParsedTexts, SpanEditRule
 
 
 class YamlDocument:
@@ -104,16 +103,11 @@ def unquote(token: str) -> str:
 parse_yaml = ParsedTexts(YamlDocument)  # (ctx, text) -> (YamlDocument, Positions), one parse per text
 
 
-class YamlRule(TextRule):
+class YamlRule(SpanEditRule):
     """A rule over YAML files: `check(doc)` finds keys and values and calls `replace` / `report`."""
 
     LANGUAGE = "yaml"
-
-    def apply(self, text: str) -> str:
-        self.doc, self.positions = parse_yaml(self.ctx, text)
-        self.edits: list[Edit] = []
-        self.check(self.doc)
-        return apply_edits(text, self.edits) if self.edits else text
+    PARSE = parse_yaml
 
     def check(self, doc: YamlDocument) -> None:  # pragma: no cover - interface
         raise NotImplementedError
@@ -121,7 +115,7 @@ class YamlRule(TextRule):
     def replace(self, span: tuple[int, int], expected: str, new: str, message: str) -> bool:
         """Replace the token at `span` when it reads `expected`, keeping its quotes."""
         start, end = span
-        token = self.doc.text[start:end]
+        token = self.parsed.text[start:end]
         if unquote(token) != expected or self.positions.is_silenced(self.ID, start):
             return False
         if token[:1] in "'\"" and len(token) >= 2:
@@ -133,9 +127,6 @@ class YamlRule(TextRule):
         self.ctx.add(self.ID, line, col, message, kind="change")
         return True
 
-    def report(self, offset: int, message: str, *, severity: str = "warning", hint: str = "") -> None:
-        line, col = self.positions.line_col(offset)
-        self.ctx.add(self.ID, line, col, message, severity=severity, hint=hint)
 
 
 def value_of(mapping: CommentedMap, key: str) -> Optional[Any]:
