@@ -8,7 +8,8 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional
 
-from npu_port.transpiler.tables.mapping import MappingError, available_targets, load_table, table_rows
+from npu_port.transpiler.tables.mapping import MappingError, available_targets, load_table
+from npu_port.transpiler.tables.user_tables import table_rows
 
 STATUSES = ("rename", "keep", "unsupported")
 

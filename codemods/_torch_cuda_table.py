@@ -7,7 +7,8 @@ from functools import lru_cache
 from typing import Optional
 
 from npu_port.transpiler.analysis.imports import Binding
-from npu_port.transpiler.tables.mapping import load_table, table_rows
+from npu_port.transpiler.tables.mapping import load_table
+from npu_port.transpiler.tables.user_tables import table_rows
 
 CUDA_ROOT = "torch.cuda"
 

@@ -30,17 +30,3 @@ def load_table(target: str, name: str) -> Any:
     except FileNotFoundError:
         raise MappingError(f"target {target!r} has no table {name!r} ({path})") from None
     return yaml.safe_load(text)
-
-
-def table_rows(target: str, name: str, rules_files: tuple[str, ...] = ()) -> list[dict]:
-    """A table's rows with the user's custom rows (`--rules FILE`, validated) first; a user row replaces
-    the built-in row for the same `cuda` name. Rules pass `ctx.options.extra.get("rules_files", ())`."""
-    doc = load_table(target, name)
-    rows = list(doc.get("rows", [])) if isinstance(doc, dict) else []
-    if not rules_files:
-        return rows
-    from npu_port.transpiler.tables.user_tables import load_user_tables  # late: user_tables builds on this module
-
-    user = [r for f in rules_files for r in load_user_tables(f, target).get(name, [])]
-    names = {r["cuda"] for r in user}
-    return user + [r for r in rows if r.get("cuda") not in names]

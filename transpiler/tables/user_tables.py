@@ -160,6 +160,18 @@ def _parse(text: str) -> Any:
     return yaml.load(text)
 
 
+def table_rows(target: str, name: str, rules_files: tuple[str, ...] = ()) -> list[dict]:
+    """A built-in table's rows with the user's custom rows (`--rules FILE`, validated) first; a user row
+    replaces the built-in row for the same `cuda` name. Rules pass the run's rules files (RunOptions)."""
+    doc = load_table(target, name)
+    rows = list(doc.get("rows", [])) if isinstance(doc, dict) else []
+    if not rules_files:
+        return rows
+    user = [r for f in rules_files for r in load_user_tables(f, target).get(name, [])]
+    names = {r["cuda"] for r in user}
+    return user + [r for r in rows if r.get("cuda") not in names]
+
+
 def load_user_tables(path: Path, target: str) -> dict[str, list[dict[str, str]]]:
     """Validated rows per table; raises TableError naming the file, line and key of the first problem."""
     return _load(str(Path(path).resolve()), target)
