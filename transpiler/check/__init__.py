@@ -10,63 +10,19 @@ from __future__ import annotations
 
 import difflib
 import textwrap
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
-from npu_port.transpiler.core.config import ProjectConfig, discover_files, run_configured
+from npu_port.transpiler.bulk.configured import discover_files, run_configured
+from npu_port.transpiler.core.config import ProjectConfig
 from npu_port.transpiler.core.engine import Converted
-from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.core.registry import all_rules, select_rules
-from npu_port.transpiler.core.report import FileOutcome, Finding
+from npu_port.transpiler.core.report import CheckReport, Edit, FileOutcome, Finding
 from npu_port.transpiler.bulk.runner import SourceFile
 
 CHECK_GROUP = "check"  # validators that always run in `check`
 POLICY_GROUP = "policy"  # validators that run when their setting is on
-
-
-@dataclass(frozen=True)
-class Edit:
-    """What convert does to the lines around a finding: lines start..end (1-based, inclusive) become `text`.
-
-    end == start - 1 means an insertion before line `start`."""
-
-    start: int
-    end: int
-    text: str
-
-
-@dataclass
-class CheckReport:
-    outcomes: list[FileOutcome]
-    edits: dict[Finding, Edit] = field(default_factory=dict)
-    sources: dict[str, list[str]] = field(default_factory=dict)  # file -> its lines, for files with findings
-
-    @property
-    def findings(self) -> list[Finding]:
-        return [f for o in self.outcomes for f in sorted(o.findings)]
-
-    @property
-    def failed(self) -> list[FileOutcome]:
-        return [o for o in self.outcomes if o.status == "failed"]
-
-    @property
-    def internal_errors(self) -> list[FileOutcome]:
-        return [o for o in self.failed if o.error.startswith("internal error")]
-
-    def count(self, severity: str) -> int:
-        return sum(1 for f in self.findings if f.severity == severity)
-
-    def exit_code(self, strict: bool = False) -> ExitCode:
-        if self.internal_errors:
-            return ExitCode.INTERNAL
-        if self.failed or self.count("error") or (strict and self.count("warning")):
-            return ExitCode.FAILED
-        return ExitCode.OK
-
-    def source_line(self, finding: Finding) -> str:
-        lines = self.sources.get(finding.file, [])
-        return lines[finding.line - 1] if 0 < finding.line <= len(lines) else ""
 
 
 def check_rule_ids(config: ProjectConfig) -> tuple[str, ...]:

@@ -19,7 +19,7 @@ from npu_port.transpiler.commands._bulk_options import bulk_options
 from npu_port.transpiler.commands._options import rule_options, runtime_env_option
 from npu_port.transpiler.commands._write import why_unwritable
 from npu_port.transpiler.commands.config import config_file_options, resolve_config, rules_file_option
-from npu_port.transpiler.core.config import discover_files, run_configured
+from npu_port.transpiler.bulk.configured import discover_files, run_configured
 from npu_port.transpiler.core.engine import Converted
 from npu_port.transpiler.core.files import (ReadError, atomic_copy, atomic_write, copy_link, holds, is_copy_of, is_within,
                               read_source)

@@ -12,13 +12,12 @@ import fnmatch
 import os
 import re
 import tomllib
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Iterable, Optional, Sequence
 
 from npu_port.transpiler.core.files import ReadError, read_source, read_text
 from npu_port.transpiler.tables.mapping import available_targets
-from npu_port.transpiler.bulk.runner import RunConfig, RunResult, SourceFile, discover, run
 from npu_port.transpiler.core.settings import Settings
 
 CONFIG_FILES = ("npu-port.toml", "pyproject.toml")
@@ -275,28 +274,3 @@ def load_config(paths: Iterable[Path], cli: Optional[dict[str, Any]] = None,
         values[key] = list(value) if isinstance(value, tuple) else value
         sources[key] = Source("command line")
     return ProjectConfig(values, sources, path, root)
-
-
-# -- applying it to a run ------------------------------------------------------------------------
-
-def discover_files(paths: Iterable[Path], config: ProjectConfig, exclude: Iterable[Path] = ()) -> list[SourceFile]:
-    """The files under `paths` minus the excluded ones (also when named explicitly, as pre-commit does)
-    and minus `exclude` (an output folder inside an input)."""
-    return [f for f in discover(paths, exclude) if not config.is_excluded(f.path)]
-
-
-def run_configured(files: list[SourceFile], config: ProjectConfig, settings: Settings,
-                   on_result: Callable, run_config: Optional[RunConfig] = None) -> RunResult:
-    """Run `files`, each with its per-file ignores, in one run; outcomes come back in input order.
-
-    Files that share an effective rule set share an engine, so per-file ignores cost one engine per
-    distinct set, not one per file. Without a `run_config`, one job converts in this process and
-    more use worker processes.
-    """
-    if run_config is None:
-        run_config = RunConfig(executor="inline" if settings.jobs == 1 else "local")
-    def settings_for(src: SourceFile) -> Settings:
-        extra = config.ignored_rules_for(src.path)
-        return replace(settings, ignore=settings.ignore + extra) if extra else settings
-
-    return run(files, settings, on_result, config=run_config, settings_for=settings_for)
