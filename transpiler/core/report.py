@@ -6,6 +6,8 @@ import json
 from dataclasses import asdict, dataclass, field
 from typing import Iterable
 
+from npu_port.transpiler.core.exit_codes import ExitCode
+
 SEVERITIES = ("info", "warning", "error")
 
 # Bumped whenever a key is renamed or removed; adding keys keeps the version.
@@ -46,6 +48,53 @@ class FileOutcome:
     @property
     def changes(self) -> list[Finding]:
         return [f for f in self.findings if f.kind == "change"]
+
+
+@dataclass(frozen=True)
+class Edit:
+    """What convert does to the lines around a finding: lines start..end (1-based, inclusive) become `text`.
+
+    end == start - 1 means an insertion before line `start`."""
+
+    start: int
+    end: int
+    text: str
+
+
+@dataclass
+class CheckReport:
+    """What `check` found: each file's outcome, what convert would do about each finding, and the
+    lines of the files with findings (for the text and SARIF renderings)."""
+
+    outcomes: list[FileOutcome]
+    edits: dict[Finding, Edit] = field(default_factory=dict)
+    sources: dict[str, list[str]] = field(default_factory=dict)  # file -> its lines, for files with findings
+
+    @property
+    def findings(self) -> list[Finding]:
+        return [f for o in self.outcomes for f in sorted(o.findings)]
+
+    @property
+    def failed(self) -> list[FileOutcome]:
+        return [o for o in self.outcomes if o.status == "failed"]
+
+    @property
+    def internal_errors(self) -> list[FileOutcome]:
+        return [o for o in self.failed if o.error.startswith("internal error")]
+
+    def count(self, severity: str) -> int:
+        return sum(1 for f in self.findings if f.severity == severity)
+
+    def exit_code(self, strict: bool = False) -> ExitCode:
+        if self.internal_errors:
+            return ExitCode.INTERNAL
+        if self.failed or self.count("error") or (strict and self.count("warning")):
+            return ExitCode.FAILED
+        return ExitCode.OK
+
+    def source_line(self, finding: Finding) -> str:
+        lines = self.sources.get(finding.file, [])
+        return lines[finding.line - 1] if 0 < finding.line <= len(lines) else ""
 
 
 def findings_to_json(outcomes: Iterable[FileOutcome], **summary) -> str:

@@ -20,10 +20,9 @@ from rich.table import Table
 from rich.text import Text
 
 from npu_port.transpiler import __version__
-from npu_port.transpiler.check import CheckReport, Edit
 from npu_port.transpiler.core.registry import all_rules
 from npu_port.transpiler.core.files import printable
-from npu_port.transpiler.core.report import FileOutcome, Finding, findings_to_json
+from npu_port.transpiler.core.report import CheckReport, Edit, FileOutcome, Finding, findings_to_json
 
 OUTPUT_FORMATS = ("text", "json", "sarif", "github")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
