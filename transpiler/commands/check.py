@@ -16,7 +16,7 @@ from npu_port.transpiler.commands._options import rule_options
 from npu_port.transpiler.commands.config import config_file_options, policy_options, resolve_config
 from npu_port.transpiler.output.formats import (OUTPUT_FORMATS, render_github, render_json, render_sarif, render_statistics,
                                 render_text, summary_path_ok, write_summary)
-from npu_port.transpiler.output.output_files import input_clash, write_output
+from npu_port.transpiler.output.output_files import input_clash, write_by_rename
 
 
 
@@ -98,7 +98,7 @@ def check(ctx, paths, target, select, ignore, extras, forbid, no_relative, exclu
 
 def _write_file(option: str, dest: Path, write) -> None:
     try:
-        write_output(dest, write)
+        write_by_rename(dest, write)
     except OSError as exc:
         click.echo(f"npu-port: cannot write {option} {dest}: {exc.strerror or exc}", err=True)
         sys.exit(ExitCode.USAGE)

@@ -17,7 +17,6 @@ from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.bulk.cache import Cache, default_cache_dir
 from npu_port.transpiler.commands._bulk_options import bulk_options
 from npu_port.transpiler.commands._options import rule_options, runtime_env_option
-from npu_port.transpiler.commands._write import why_unwritable
 from npu_port.transpiler.commands.config import config_file_options, resolve_config, rules_file_option
 from npu_port.transpiler.bulk.configured import discover_files, run_configured
 from npu_port.transpiler.core.engine import Converted
@@ -25,7 +24,7 @@ from npu_port.transpiler.core.files import (ReadError, atomic_copy, atomic_write
                               read_source)
 from npu_port.transpiler.output.formats import summary_path_ok, write_summary
 from npu_port.transpiler.bulk.git_copy import GitCopies
-from npu_port.transpiler.output.output_files import input_clash, same_file, write_output
+from npu_port.transpiler.output.output_files import input_clash, same_file, why_unwritable, write_by_rename
 from npu_port.transpiler.output.progress import reporter_for
 from npu_port.transpiler.output.render import print_findings, print_summary, stderr_console, unified_diff
 from npu_port.transpiler.core.report import FileOutcome, findings_to_json
@@ -160,7 +159,7 @@ def check_report_paths(paths, out_file: Optional[Path], **outputs: Optional[Path
 
 def _write_file(option: str, dest: Path, write) -> None:
     try:
-        write_output(dest, write)
+        write_by_rename(dest, write)
     except OSError as exc:
         raise click.ClickException(f"cannot write {option} {dest}: {exc.strerror or exc}") from None
 

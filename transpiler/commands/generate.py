@@ -17,7 +17,7 @@ from typing import Any, Optional
 import click
 import yaml
 
-from npu_port.transpiler.commands._write import write_output
+from npu_port.transpiler.output.output_files import write_data
 from npu_port.transpiler.core.files import ReadError, read_text
 from npu_port.transpiler.generate.render import render, schemas
 from npu_port.transpiler.generate.schema import Option, OptionError, Schema
@@ -135,10 +135,10 @@ def _make_command(schema: Schema) -> click.Command:
         if output is None or str(output) == "-":
             sys.stdout.write(rendered.main)
         else:
-            write_output(output, rendered.main.encode("utf-8"), 0o755 if rendered.main.startswith("#!") else 0o644)
+            write_data(output, rendered.main.encode("utf-8"), 0o755 if rendered.main.startswith("#!") else 0o644)
             click.echo(f"wrote {output}", err=True)
         if config_path is not None and rendered.config is not None:
-            write_output(config_path, rendered.config.encode("utf-8"), 0o644)
+            write_data(config_path, rendered.config.encode("utf-8"), 0o644)
             click.echo(f"wrote {config_path}", err=True)
 
     run.__doc__ = schema.summary

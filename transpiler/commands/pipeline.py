@@ -17,7 +17,7 @@ from npu_port.transpiler.commands._options import runtime_env_option, split_csv
 from npu_port.transpiler.commands.standalone import _scripts_in
 from npu_port.transpiler.core.config import load_config
 from npu_port.transpiler.core.engine import Engine
-from npu_port.transpiler.commands._write import why_unwritable, write_output
+from npu_port.transpiler.output.output_files import why_unwritable, write_data
 from npu_port.transpiler.core.files import atomic_write
 from npu_port.transpiler.tables.mapping import available_targets
 from npu_port.transpiler.output.render import print_findings, stderr_console
@@ -91,7 +91,7 @@ def pipeline(source, target, strip, search_paths, adapter, entry, runtime_env, o
                   f"{len(jobs) - len(written)} failed; {changes} changes; check: {errors} errors; "
                   f"{time.perf_counter() - started:.2f}s")
     if report_path:
-        write_output(report_path, findings_to_json(outcomes, command="pipeline", target=target, scripts=len(jobs),
+        write_data(report_path, findings_to_json(outcomes, command="pipeline", target=target, scripts=len(jobs),
                                                    written=len(written)).encode("utf-8"), what="--report")
     clean = len(written) == len(jobs) and not any(
         o.status == "failed" or any(f.severity == "error" for f in o.findings) for o in outcomes)

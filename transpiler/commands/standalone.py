@@ -11,7 +11,7 @@ import click
 from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.commands._options import rule_options, split_csv
 from npu_port.transpiler.core.engine import Engine
-from npu_port.transpiler.commands._write import why_unwritable
+from npu_port.transpiler.output.output_files import why_unwritable
 from npu_port.transpiler.core.files import SKIP_DIRS, atomic_write, walk
 from npu_port.transpiler.core.registry import UnknownRuleError, select_rules
 from npu_port.transpiler.output.render import print_findings, stderr_console

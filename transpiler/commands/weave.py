@@ -9,7 +9,7 @@ from typing import Any, Optional
 import click
 
 from npu_port.transpiler.commands.generate import schema_option, load_spec
-from npu_port.transpiler.commands._write import write_output
+from npu_port.transpiler.output.output_files import write_data
 from npu_port.transpiler.core.files import ReadError, read_text
 from npu_port.transpiler.output.render import unified_diff
 from npu_port.transpiler.generate.render import schemas
@@ -73,8 +73,8 @@ def weave_command(script: Path, adapter: str, output: Optional[Path], in_place: 
         sys.stdout.write(unified_diff(str(script), source.encode("utf-8"), result.source.encode("utf-8")))
     elif in_place:
         if result.changed:
-            write_output(script, result.source.encode("utf-8"))
+            write_data(script, result.source.encode("utf-8"))
     elif output:
-        write_output(output, result.source.encode("utf-8"))
+        write_data(output, result.source.encode("utf-8"))
     else:
         sys.stdout.write(result.source)

@@ -1,5 +1,8 @@
-"""The files a run writes besides converted sources (`--report`, `--summary`, `check -o`): never over an
-input, and written whole by a rename, so a link at the destination is replaced instead of followed.
+"""The files a command writes besides converted sources: `--report`, `--summary`, `check -o`
+(write_by_rename), and the outputs of weave, generate, standalone and pipeline (write_data).
+
+Reports and summaries are never written over an input, and are written whole by a rename, so a link
+at the destination is replaced instead of followed.
 
 A destination is refused when it is, or leads through links to, one of the paths given on the command
 line or a source file (Python, shell, YAML, CUDA) under an input folder. Otherwise the text goes to a
@@ -17,7 +20,9 @@ import tempfile
 from pathlib import Path
 from typing import Callable, Iterable, Optional
 
-from npu_port.transpiler.core.files import TMP_SUFFIX, is_stream_output, language_of, needs_head, read_head
+import click
+
+from npu_port.transpiler.core.files import TMP_SUFFIX, atomic_write, is_stream_output, language_of, needs_head, read_head
 
 SOURCE_LANGUAGES = ("python", "shell", "yaml", "cuda")
 
@@ -49,7 +54,7 @@ def input_clash(dest: Path, inputs: Iterable[Path]) -> Optional[str]:
     return None
 
 
-def write_output(dest: Path, write: Callable[[Path], None]) -> None:
+def write_by_rename(dest: Path, write: Callable[[Path], None]) -> None:
     """Have `write(path)` write the file at a temporary path with the same name, then rename it over
     `dest` (a link there is replaced; an existing file keeps its mode). A stream gets `write(dest)`."""
     if is_stream_output(dest):
@@ -69,3 +74,23 @@ def write_output(dest: Path, write: Callable[[Path], None]) -> None:
         os.replace(tmp, dest)
     finally:
         shutil.rmtree(tmp_dir, ignore_errors=True)
+
+
+def why_unwritable(path: Path, exc: OSError) -> str:
+    """What stands in the way of writing `path`, in words: a parent that is a file (mkdir's 'File exists'
+    or 'Not a directory' would say nothing useful), else the system's reason."""
+    for parent in Path(path).parents:
+        if os.path.lexists(parent):
+            if not parent.is_dir():
+                return f"{parent} is a file, not a folder"
+            break
+    return exc.strerror or str(exc)
+
+
+def write_data(path: Path, data: bytes, mode: Optional[int] = None, *, what: str = "") -> None:
+    """atomic_write, with any OSError turned into click's error (exit 1) naming `path` and the reason."""
+    try:
+        atomic_write(path, data, mode)
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {what + ' ' if what else ''}{path}: "
+                                   f"{why_unwritable(path, exc)}") from None
