@@ -1,13 +1,18 @@
-"""Finds fixture cases: fixtures/rules/<rule-id>/<case>.input.<ext> (+ <case>.expected.<ext>).
+"""Finds fixture cases: fixtures/rules/<rule-id>/<case>.input.<ext> (+ <case>.expected.<ext>, <case>.findings).
 
-No expected file means the input must come out unchanged. Cases under fixtures/rules/<rule-id>/ run
-with that rule alone; cases under fixtures/examples/ run with the default rules, and those whose
-name contains `.extras` with --extras as well.
+No expected file means the input must come out unchanged; no `.findings` file means the case must
+report no finding. Cases under fixtures/rules/<rule-id>/ run with that rule alone; cases under
+fixtures/examples/ run with the default rules, and those whose name contains `.extras` with --extras
+as well.
+
+`NPU_PORT_UPDATE_FIXTURES=1 python -m pytest tests/test_fixtures.py` rewrites every `.findings` file
+from what the rules report now (and removes those of cases that report nothing): review the diff.
 """
 
 from __future__ import annotations
 
 import ast
+import os
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,11 +32,22 @@ class Case:
     extras: bool
 
     @property
+    def findings_path(self) -> Path:
+        """<case>.findings: the expected findings (not changes), one `LINE:COL RULE SEVERITY: MESSAGE`
+        a line (see finding_line)."""
+        return self.input.with_name(self.input.name.split(".input.")[0] + ".findings")
+
+    @property
     def findings(self) -> Optional[Path]:
-        """<case>.findings: the expected findings (not changes), one `LINE:COL RULE SEVERITY` a line."""
-        name = self.input.name.split(".input.")[0] + ".findings"
-        path = self.input.with_name(name)
+        """The `.findings` file, or None where the case expects no finding."""
+        path = self.findings_path
         return path if path.exists() else None
+
+    def expected_findings(self) -> list[str]:
+        """The lines of the `.findings` file, sorted; none without one."""
+        if self.findings is None:
+            return []
+        return sorted(line.strip() for line in self.findings.read_text(encoding="utf-8").splitlines() if line.strip())
 
     @property
     def options(self) -> tuple[tuple[str, object], ...]:
@@ -45,6 +61,32 @@ class Case:
     @property
     def id(self) -> str:
         return str(self.input.relative_to(FIXTURES))
+
+
+def finding_line(finding) -> str:
+    """How a `.findings` file lists a finding: `LINE:COL RULE SEVERITY: MESSAGE`."""
+    return f"{finding.line}:{finding.col} {finding.rule} {finding.severity}: {finding.message}"
+
+
+def parse_finding_line(line: str) -> tuple[str, str, str, str]:
+    """(LINE:COL, RULE, SEVERITY, MESSAGE) of a `.findings` line."""
+    head, sep, message = line.partition(": ")
+    assert sep, f"a .findings line is `LINE:COL RULE SEVERITY: MESSAGE`, not {line!r}"
+    position, rule, severity = head.split(" ")
+    return position, rule, severity, message
+
+
+def update_requested() -> bool:
+    return bool(os.environ.get("NPU_PORT_UPDATE_FIXTURES"))
+
+
+def write_findings(case: Case, findings) -> None:
+    """The `.findings` file of `case` for these findings (in line order), none if there are none."""
+    ordered = sorted(findings, key=lambda f: (f.line, f.col, f.rule, f.severity, f.message))
+    if ordered:
+        case.findings_path.write_text("".join(finding_line(f) + "\n" for f in ordered), encoding="utf-8")
+    else:
+        case.findings_path.unlink(missing_ok=True)
 
 
 def _expected_for(path: Path) -> Optional[Path]:

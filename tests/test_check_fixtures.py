@@ -1,7 +1,7 @@
 """`check` over the whole fixture tree, for every rule present and future:
 
 - on a GPU fixture (`*.input.*`) it reports, as errors, exactly the changes `convert` makes, and
-  besides them exactly the errors the case's `.findings` file lists;
+  besides them exactly the errors the case's `.findings` file lists (none without one);
 - on a converted fixture (`*.expected.*`) it reports no error, also with the check rules on.
 """
 
@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import pytest
 
-from fixture_cases import all_cases
+from fixture_cases import all_cases, parse_finding_line
 from npu_port.transpiler.check import CHECK_GROUP, run_check
 from npu_port.transpiler.core.config import load_config
 from npu_port.transpiler.core.engine import Engine
@@ -33,10 +33,7 @@ def _check(path, select, case):
 
 
 def _expected_errors(case) -> list[str]:
-    if not case.findings:
-        return []
-    lines = [l.strip() for l in case.findings.read_text(encoding="utf-8").splitlines() if l.strip()]
-    return sorted(l for l in lines if l.endswith(" error"))
+    return sorted(line for line in case.expected_findings() if parse_finding_line(line)[2] == "error")
 
 
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
@@ -50,7 +47,7 @@ def test_check_on_gpu_fixture_reports_what_convert_changes(case):
     errors = [f for f in report.findings if f.severity == "error"]
     assert sorted(f"{f.line}:{f.col} {f.rule}" for f in errors if f.kind == "change") == want_changes
     # A rule's own case runs that rule; an example runs every default and check rule.
-    others = sorted(f"{f.line}:{f.col} {f.rule} error" for f in errors if f.kind != "change")
+    others = sorted(f"{f.line}:{f.col} {f.rule} error: {f.message}" for f in errors if f.kind != "change")
     assert others == _expected_errors(case)
     assert report.exit_code() == (1 if errors else 0)
 

@@ -1,10 +1,11 @@
-"""Every fixture: expected output, unchanged when it must be, valid output, and idempotent."""
+"""Every fixture: expected output, unchanged when it must be, exactly the expected findings (none
+without a `.findings` file), valid output, and idempotent."""
 
 from __future__ import annotations
 
 import pytest
 
-from fixture_cases import all_cases, assert_valid
+from fixture_cases import all_cases, assert_valid, finding_line, update_requested, write_findings
 from npu_port.transpiler.core.engine import Engine
 from npu_port.transpiler.core.registry import all_rules
 from npu_port.transpiler.core.settings import Settings
@@ -27,11 +28,12 @@ def test_fixture(case):
     assert out.decode("utf-8", "replace") == want.decode("utf-8", "replace")
     assert out == want
     assert_valid(case.input.name, out)
-    if case.findings:
-        got = sorted(f"{f.line}:{f.col} {f.rule} {f.severity}" for f in result.outcome.findings
-                     if f.kind == "finding")
-        want_findings = sorted(l.strip() for l in case.findings.read_text().splitlines() if l.strip())
-        assert got == want_findings
+    findings = [f for f in result.outcome.findings if f.kind == "finding"]
+    if update_requested():
+        write_findings(case, findings)
+    assert "\n" not in "".join(f.message for f in findings), "a finding's message is one line"
+    assert sorted(finding_line(f) for f in findings) == case.expected_findings(), \
+        f"{case.findings_path.name}: rerun with NPU_PORT_UPDATE_FIXTURES=1 and review the diff"
     again = engine.convert(out, case.input.name.replace(".input", ""))
     assert again.output is None, "a second run changed the output again"
 
