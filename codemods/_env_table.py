@@ -50,7 +50,7 @@ class EnvVarTable:
     @classmethod
     def for_options(cls, options, with_shell: bool = False) -> "EnvVarTable":
         """The table a run uses: the target's rows with the user's `--rules` rows first."""
-        return cls.for_target(options.target, with_shell, tuple(options.extra.get("rules_files", ())))
+        return cls.for_target(options.target, with_shell, options.rules_files)
 
     def lookup(self, name: str, value: Optional[str] = None) -> Optional[EnvVarRow]:
         """The row for `name`; a value-limited row applies only when `value` is one of its values."""

@@ -86,5 +86,5 @@ def canonical(qualified: str) -> str:
 
 @lru_cache(maxsize=None)
 def table_for(target: str, rules_files: tuple[str, ...] = ()) -> TorchCudaTable:
-    """The table, with the rows of the user's `--rules` files (RunOptions.extra["rules_files"]) first."""
+    """The table, with the rows of the user's `--rules` files (RunOptions.rules_files) first."""
     return TorchCudaTable({**load_table(target, "torch_cuda"), "rows": table_rows(target, "torch_cuda", rules_files)})

@@ -38,7 +38,7 @@ class ForbiddenImport(PythonRule):
     TRIGGERS = ("import",)
 
     def finalize(self, original: cst.Module, updated: cst.Module) -> cst.Module:
-        packages = tuple(self.ctx.options.extra.get("forbid", ()))
+        packages = self.ctx.options.forbid
         if not packages:
             return updated
         tree = parse_for_imports(self.ctx.text)

@@ -48,7 +48,7 @@ class TorchCudaApi(PythonRule):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self.table = table_for(ctx.target, tuple(ctx.options.extra.get("rules_files", ())))
+        self.table = table_for(ctx.target, ctx.options.rules_files)
         self._inner: set[int] = set()  # Attribute/Name nodes inside a chain already planned
         self._plans: dict[int, str] = {}  # id(original node) -> new dotted expression
         self._import_lines: dict[int, list[cst.SimpleStatementLine]] = {}

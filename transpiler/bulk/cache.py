@@ -28,7 +28,7 @@ from typing import Any, Optional, Sequence
 from npu_port.transpiler.core.rules import Rule
 from npu_port.transpiler import __version__
 from npu_port.transpiler.core.files import atomic_write, is_within
-from npu_port.transpiler.core.report import SEVERITIES, FileOutcome, Finding
+from npu_port.transpiler.core.report import FINDING_KINDS, SEVERITIES, STATUSES, FileOutcome, Finding, OutcomeLanguage
 from npu_port.transpiler.core.settings import Settings
 
 CACHE_DIR_NAME = ".npu-port-cache"
@@ -213,10 +213,8 @@ class StatIndex:
             pass
 
 
-# What a cached outcome may say; anything else in an entry makes it damaged.
-_STATUSES = frozenset({"converted", "unchanged", "skipped", "failed", "copied"})
-_KINDS = frozenset({"change", "finding"})
-_FINDING_TYPES = tuple({"int": int, "str": str}.get(str(f.type), object)
+# What a cached outcome may say (core/report.py's words); anything else in an entry makes it damaged.
+_FINDING_TYPES = tuple({"int": int, "str": str, "Severity": str, "FindingKind": str}.get(str(f.type), object)
                        for f in dataclasses.fields(Finding)[1:])  # after `file`, which the reader gives
 
 
@@ -237,7 +235,7 @@ def _finding(display: str, raw: Any) -> Finding:
         if kind is not object and type(value) is not kind:
             raise ValueError("malformed finding")
     finding = Finding(display, *raw)
-    if finding.severity not in SEVERITIES or finding.kind not in _KINDS:
+    if finding.severity not in SEVERITIES or finding.kind not in FINDING_KINDS:
         raise ValueError("malformed finding")
     return finding
 
@@ -276,11 +274,11 @@ class Cache:
         for index in self._indexes.values():
             index.save()
 
-    def _entry(self, fingerprint: str, rel: str, language: str, digest: str) -> Path:
+    def _entry(self, fingerprint: str, rel: str, language: OutcomeLanguage, digest: str) -> Path:
         key = hashlib.blake2b(_utf8(f"{rel}\0{language}\0{digest}"), digest_size=20).hexdigest()
         return self.root / fingerprint / key[:2] / key
 
-    def get(self, fingerprint: str, rel: str, language: str, digest: str,
+    def get(self, fingerprint: str, rel: str, language: OutcomeLanguage, digest: str,
             display: str) -> Optional[tuple[FileOutcome, Optional[bytes]]]:
         path = self._entry(fingerprint, rel, language, digest)
         try:
@@ -302,7 +300,7 @@ class Cache:
         return found
 
     @staticmethod
-    def _verified(raw: bytes, fingerprint: str, rel: str, language: str, digest: str,
+    def _verified(raw: bytes, fingerprint: str, rel: str, language: OutcomeLanguage, digest: str,
                   display: str) -> Optional[tuple[FileOutcome, Optional[bytes]]]:
         head, newline, body = raw.partition(b"\n")
         if not newline:
@@ -317,13 +315,13 @@ class Cache:
                 and isinstance(claimed, str) and claimed == _checksum(doc, body)):
             return None
         status, error, changed, findings = doc["status"], doc["error"], doc["changed"], doc["findings"]
-        if not (status in _STATUSES and isinstance(error, str) and isinstance(changed, bool)
+        if not (status in STATUSES and isinstance(error, str) and isinstance(changed, bool)
                 and changed == (status == "converted") and (changed or not body) and isinstance(findings, list)):
             return None
         outcome = FileOutcome(display, status, [_finding(display, f) for f in findings], error, language)
         return outcome, body if changed else None
 
-    def put(self, fingerprint: str, rel: str, language: str, digest: str, outcome: FileOutcome,
+    def put(self, fingerprint: str, rel: str, language: OutcomeLanguage, digest: str, outcome: FileOutcome,
             output: Optional[bytes]) -> None:
         """Write (or overwrite) the entry for these exact bytes of `rel`."""
         if not self._made:

@@ -28,7 +28,7 @@ from npu_port.transpiler.bulk.executors import (DEFAULT_TIMEOUT, Executor, Inlin
 from npu_port.transpiler.core.files import (NOT_REGULAR, ReadError, language_of, needs_head, printable, read_head,
                                             source_text, too_large, walk)
 from npu_port.transpiler.output.progress import Reporter
-from npu_port.transpiler.core.report import FileOutcome
+from npu_port.transpiler.core.report import FileOutcome, OutcomeLanguage, Status
 from npu_port.transpiler.core.settings import Settings
 from npu_port.transpiler.bulk.worker import Result, Task, digest_of
 
@@ -218,7 +218,7 @@ def _triage(index: int, src: SourceFile, group: _Group, cache: Optional[Cache], 
     changes or findings); else the Task a worker must do (its stat goes into `stats`)."""
     engine, settings = group.engine, group.settings
 
-    def done(status: str, language: str, error: str = "") -> tuple[Converted, Optional[bytes]]:
+    def done(status: Status, language: OutcomeLanguage, error: str = "") -> tuple[Converted, Optional[bytes]]:
         return Converted(FileOutcome(src.display, status, error=error, language=language), None), None
 
     try:

@@ -17,7 +17,7 @@ from typing import Optional, Sequence
 from npu_port.transpiler.core.rules import Rule
 from npu_port.transpiler.core.engine import Engine
 from npu_port.transpiler.core.files import ReadError, bracket_depth_exceeds, python2_hint, read_source, too_deep_for_this_process
-from npu_port.transpiler.core.report import FileOutcome
+from npu_port.transpiler.core.report import FileOutcome, Language
 from npu_port.transpiler.core.settings import Settings
 
 
@@ -28,7 +28,7 @@ class Task:
     index: int
     path: str
     display: str
-    language: str
+    language: Language
     data: Optional[bytes] = None
     group: int = 0  # which (settings, rules) job of the run applies
     rules: tuple[str, ...] = ()  # the ids of the rules the driver's prefilter chose; () lets the worker choose

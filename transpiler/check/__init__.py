@@ -18,11 +18,12 @@ from npu_port.transpiler.bulk.configured import discover_files, run_configured
 from npu_port.transpiler.core.config import ProjectConfig
 from npu_port.transpiler.core.engine import Converted
 from npu_port.transpiler.core.registry import all_rules, select_rules
-from npu_port.transpiler.core.report import CheckReport, Edit, FileOutcome, Finding
+from npu_port.transpiler.core.rules import Group
+from npu_port.transpiler.core.report import CheckReport, Edit, Finding
 from npu_port.transpiler.bulk.runner import SourceFile
 
-CHECK_GROUP = "check"  # validators that always run in `check`
-POLICY_GROUP = "policy"  # validators that run when their setting is on
+CHECK_GROUP: Group = "check"  # validators that always run in `check`
+POLICY_GROUP: Group = "policy"  # validators that run when their setting is on
 
 
 def check_rule_ids(config: ProjectConfig) -> tuple[str, ...]:
@@ -105,7 +106,7 @@ class _Collector:
 
 
 def run_check(paths: list[Path], config: ProjectConfig, jobs: int = 1,
-              extra_options: tuple[tuple[str, object], ...] = ()) -> CheckReport:
+              extra_options: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> CheckReport:
     settings = config.settings(jobs=jobs, select=check_rule_ids(config), extra_options=extra_options)
     files = discover_files(paths, config)
     collect = _Collector()

@@ -105,10 +105,10 @@ class ProjectConfig:
 
     # -- what a command needs --------------------------------------------------------------------
     def settings(self, *, jobs: int = 1, select: Sequence[str] = (),
-                 extra_options: Sequence[tuple[str, object]] = ()) -> Settings:
+                 extra_options: Sequence[tuple[str, tuple[str, ...]]] = ()) -> Settings:
         """The engine's Settings; `select` replaces the configured selection when given (check adds its
-        rules); `extra_options` go to the rules' RunOptions.extra as they are."""
-        options: list[tuple[str, object]] = list(extra_options)
+        rules); `extra_options` are rule options by name (Settings.options_extra), set before the config's."""
+        options: list[tuple[str, tuple[str, ...]]] = list(extra_options)
         if self.values["forbid"]:
             options.append(("forbid", tuple(self.values["forbid"])))
         if self.values["rules"]:

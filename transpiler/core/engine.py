@@ -11,7 +11,7 @@ from npu_port.transpiler.analysis.source_facts import scan
 from npu_port.transpiler.core.files import ReadError, language_of, source_text
 from npu_port.transpiler.core.python_source import SourceError, convert_python
 from npu_port.transpiler.core.registry import select_rules
-from npu_port.transpiler.core.report import FileOutcome
+from npu_port.transpiler.core.report import FileOutcome, Language, Status
 from npu_port.transpiler.core.settings import Settings
 
 
@@ -68,7 +68,7 @@ class Triggers:
 
 def _user_table_names(options: RunOptions) -> tuple[str, ...]:
     """The names a user's `--rules` tables map: rules act on them, so they are triggers too."""
-    files = options.extra.get("rules_files", ())
+    files = options.rules_files
     if not files:
         return ()
     from npu_port.transpiler.tables.user_tables import load_user_tables  # only for runs with custom tables
@@ -85,13 +85,13 @@ class Engine:
         self.rules = list(rules) if rules is not None else select_rules(settings.select, settings.ignore,
                                                                          settings.extras)
         self.prefilter = prefilter
-        self.by_language: dict[str, list[type[Rule]]] = {}
+        self.by_language: dict[Language, list[type[Rule]]] = {}
         for rule in self.rules:
             self.by_language.setdefault(rule.LANGUAGE, []).append(rule)
         self._user_names = _user_table_names(self.options)
         self._triggers = {lang: Triggers(rules, self._user_names) for lang, rules in self.by_language.items()}
 
-    def needs_parse(self, data: bytes, language: str) -> list[type[Rule]]:
+    def needs_parse(self, data: bytes, language: Language) -> list[type[Rule]]:
         """The prefilter, in two stages. First the triggers: all rules of the language if any of their
         triggers occurs in the file's bytes (triggers are ASCII, so this holds for any ASCII-compatible
         encoding), else none. Then, for Python, the scouts: the rules that could act on the file's code
@@ -115,7 +115,7 @@ class Engine:
             return []
         return [r for r in rules if r in wanted or r.FOLLOWS_CHANGES]
 
-    def triggered(self, data: bytes, language: str) -> tuple[list[type[Rule]], bool]:
+    def triggered(self, data: bytes, language: Language) -> tuple[list[type[Rule]], bool]:
         """The prefilter's first stage: (the rules whose own triggers occur in `data`, whether a name
         from the user's `--rules` tables does)."""
         triggers = self._triggers.get(language)
@@ -126,13 +126,13 @@ class Engine:
         wanted = set(ids)
         return [r for r in self.rules if r.ID in wanted]
 
-    def convert(self, data: bytes, path: str, language: Optional[str] = None,
+    def convert(self, data: bytes, path: str, language: Optional[Language] = None,
                 rules: Optional[Sequence[type[Rule]]] = None) -> Converted:
         """Convert one file with `rules`, or with the rules the prefilter picks for it."""
         language = language or language_of(path, data[:128])
         rules = self.needs_parse(data, language) if rules is None else rules
         if not rules:
-            status = "skipped" if language in CONVERTERS else "copied"
+            status: Status = "skipped" if language in CONVERTERS else "copied"
             return Converted(FileOutcome(path, status, language=language), None)
         try:
             out, findings = CONVERTERS[language](data, path, rules, self.options)

@@ -11,6 +11,8 @@ import tempfile
 from pathlib import Path
 from typing import Iterable, Iterator, Optional
 
+from npu_port.transpiler.core.report import Language
+
 SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", "__pycache__", ".npu-port-cache", ".venv", "venv", ".tox", ".nox",
     "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs",
@@ -68,7 +70,7 @@ def printable(text: str) -> str:
     return raw.decode("utf-8", "backslashreplace")
 
 
-def language_of(path: str | Path, head: bytes = b"") -> str:
+def language_of(path: str | Path, head: bytes = b"") -> Language:
     name = str(path).lower()
     if name.endswith((".py", ".pyi")):
         return "python"
@@ -164,7 +166,7 @@ def read_text(path: Path, max_bytes: int = DEFAULT_MAX_BYTES, *, bom: bool = Fal
     return decode_text(read_source(path, max_bytes, flag), bom=bom)
 
 
-def source_text(data: bytes, language: str) -> str:
+def source_text(data: bytes, language: Language) -> str:
     """`data` as text, or ReadError saying why it is no source text: NUL bytes (a binary file), or bytes
     not valid in its encoding, UTF-8 or, for Python, the one its coding line declares (for Python the
     check is what counts: the parser decodes the file itself)."""

@@ -8,11 +8,26 @@ from functools import lru_cache
 from typing import Iterable
 
 from npu_port import codemods
-from npu_port.transpiler.core.rules import Rule
+from npu_port.transpiler.core.rules import GROUPS, RULE_LANGUAGES, SAFETY_LEVELS, Rule
 
 
 class UnknownRuleError(ValueError):
     pass
+
+
+class RuleDefinitionError(RuntimeError):
+    """A rule class whose description uses a word outside the framework's vocabulary, or an id twice."""
+
+
+_VOCABULARY = (("LANGUAGE", RULE_LANGUAGES), ("GROUP", GROUPS), ("SAFETY", SAFETY_LEVELS))
+
+
+def _check_definition(rule: type[Rule]) -> None:
+    for attribute, allowed in _VOCABULARY:
+        value = getattr(rule, attribute, None)
+        if value not in allowed:
+            raise RuleDefinitionError(f"rule {rule.ID} ({rule.__module__}.{rule.__qualname__}): {attribute} "
+                                      f"{value!r} is not one of {', '.join(allowed)}")
 
 
 @lru_cache(maxsize=None)
@@ -26,7 +41,8 @@ def all_rules() -> dict[str, type[Rule]]:
             if isinstance(obj, type) and issubclass(obj, Rule) and obj.__module__ == module.__name__ \
                     and getattr(obj, "ID", None):
                 if obj.ID in found:
-                    raise RuntimeError(f"duplicate rule id {obj.ID}: {module.__name__}")
+                    raise RuleDefinitionError(f"duplicate rule id {obj.ID}: {module.__name__}")
+                _check_definition(obj)
                 found[obj.ID] = obj
     return dict(sorted(found.items()))
 

@@ -1,14 +1,26 @@
-"""The one model every command reports in: a `Finding` per change made or construct seen."""
+"""The one model every command reports in: a `Finding` per change made or construct seen, a
+`FileOutcome` per input file, and the words they are made of (Severity, FindingKind, Status, Language)."""
 
 from __future__ import annotations
 
 import json
 from dataclasses import asdict, dataclass, field
-from typing import Iterable
+from typing import Iterable, Literal, get_args
 
 from npu_port.transpiler.core.exit_codes import ExitCode
 
-SEVERITIES = ("info", "warning", "error")
+Severity = Literal["info", "warning", "error"]
+FindingKind = Literal["change", "finding"]  # a change convert made, or something for a human to look at
+Status = Literal["converted", "unchanged", "skipped", "failed", "copied"]  # what happened to an input file
+# A file's kind (core/files.language_of); "other" files are copied as they are.
+Language = Literal["python", "shell", "yaml", "cuda", "other"]
+# What an outcome says of its file: its Language, "link" (a symbolic link, copied as one), or "" (not said:
+# standalone, pipeline).
+OutcomeLanguage = Literal[Language, "link", ""]
+SEVERITIES: tuple[Severity, ...] = get_args(Severity)
+FINDING_KINDS: tuple[FindingKind, ...] = get_args(FindingKind)
+STATUSES: tuple[Status, ...] = get_args(Status)
+LANGUAGES: tuple[Language, ...] = get_args(Language)
 
 # Bumped whenever a key is renamed or removed; adding keys keeps the version.
 REPORT_SCHEMA_VERSION = 1
@@ -25,9 +37,9 @@ class Finding:
     line: int
     col: int
     rule: str
-    severity: str
+    severity: Severity
     message: str
-    kind: str = "finding"
+    kind: FindingKind = "finding"
     hint: str = ""
     fix: str = ""
 
@@ -40,10 +52,10 @@ class FileOutcome:
     """What happened to one input file."""
 
     path: str
-    status: str  # "converted" | "unchanged" | "skipped" | "failed" | "copied"
+    status: Status
     findings: list[Finding] = field(default_factory=list)
     error: str = ""
-    language: str = ""
+    language: OutcomeLanguage = ""
 
     @property
     def changes(self) -> list[Finding]:
@@ -82,7 +94,7 @@ class CheckReport:
     def internal_errors(self) -> list[FileOutcome]:
         return [o for o in self.failed if o.error.startswith("internal error")]
 
-    def count(self, severity: str) -> int:
+    def count(self, severity: Severity) -> int:
         return sum(1 for f in self.findings if f.severity == severity)
 
     def exit_code(self, strict: bool = False) -> ExitCode:

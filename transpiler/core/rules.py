@@ -9,19 +9,27 @@ from __future__ import annotations
 
 import inspect
 import re
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, ClassVar, Optional, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, ClassVar, Literal, Optional, Sequence, get_args
 
 import libcst as cst
 
 from npu_port.transpiler.analysis.imports import ImportTable
 from npu_port.transpiler.analysis.locations import NodeLocations
-from npu_port.transpiler.core.report import Finding
+from npu_port.transpiler.core.report import Finding, FindingKind, Severity
 
 if TYPE_CHECKING:
     from npu_port.transpiler.analysis.source_facts import SourceFacts
 
-SAFETY_LEVELS = ("safe", "review", "report-only")
+# The words a rule is described with; the registry refuses a rule that uses another.
+RuleLanguage = Literal["python", "shell", "yaml", "cuda"]  # the files a rule reads
+Safety = Literal["safe", "review", "report-only"]  # how far its change can be trusted unreviewed
+# default: convert runs it; extras: only with --extras or --select; check: `check` runs it; policy: `check`
+# runs it when its setting is on.
+Group = Literal["default", "extras", "check", "policy"]
+RULE_LANGUAGES: tuple[RuleLanguage, ...] = get_args(RuleLanguage)
+SAFETY_LEVELS: tuple[Safety, ...] = get_args(Safety)
+GROUPS: tuple[Group, ...] = get_args(Group)
 
 # `cuda` as a token of its own (torch.cuda, "cuda:0", .cuda(), --device cuda), not part of an identifier
 # such as `is_cuda_available` or `cuda_graph`, which no rule acts on.
@@ -109,9 +117,9 @@ class Rule:
     """Base of all rules. Subclasses set the class attributes below."""
 
     ID: ClassVar[str]
-    LANGUAGE: ClassVar[str]  # "python" | "shell" | "yaml"
-    SAFETY: ClassVar[str]  # one of SAFETY_LEVELS
-    GROUP: ClassVar[str] = "default"  # "extras": only with --extras or --select
+    LANGUAGE: ClassVar[RuleLanguage]
+    SAFETY: ClassVar[Safety]
+    GROUP: ClassVar[Group] = "default"
     # Substrings a file must contain for this rule to act on it; a file with none of the selected
     # rules' triggers is never parsed, so a missing trigger is a missed rewrite (tests enforce it).
     TRIGGERS: ClassVar[tuple[str, ...]]
@@ -145,11 +153,12 @@ class Rule:
 
 @dataclass
 class RunOptions:
-    """Settings a rule may read; filled from the CLI and config by the engine."""
+    """Settings a rule may read; filled from the CLI and config by the engine (Settings.run_options)."""
 
     target: str = "ascend"
     runtime_env_profile: Optional[str] = None
-    extra: dict[str, Any] = field(default_factory=dict)
+    rules_files: tuple[str, ...] = ()  # the user's custom mapping rows (--rules, `rules = [...]`)
+    forbid: tuple[str, ...] = ()  # the packages forbidden-import reports (--forbid, `forbid = [...]`)
 
 
 class FileContext:
@@ -166,8 +175,8 @@ class FileContext:
     def target(self) -> str:
         return self.options.target
 
-    def add(self, rule: str, line: int, col: int, message: str, *, severity: str = "info",
-            kind: str = "finding", hint: str = "", fix: str = "") -> None:
+    def add(self, rule: str, line: int, col: int, message: str, *, severity: Severity = "info",
+            kind: FindingKind = "finding", hint: str = "", fix: str = "") -> None:
         if silenced(self.ignores, line, line, rule):
             return
         self.findings.append(Finding(self.path, line, col, rule, severity, message, kind, hint, fix))
@@ -216,8 +225,8 @@ class PythonContext(FileContext):
         pos = self.position(node)
         return pos is not None and silenced(self.ignores, pos.start.line, pos.end.line, rule)
 
-    def note(self, node: cst.CSTNode, rule: str, message: str, *, severity: str = "info",
-             kind: str = "finding", hint: str = "", fix: str = "") -> None:
+    def note(self, node: cst.CSTNode, rule: str, message: str, *, severity: Severity = "info",
+             kind: FindingKind = "finding", hint: str = "", fix: str = "") -> None:
         if kind == "change":
             self.changed = True
         self._pending.append((node, dict(rule=rule, severity=severity, message=message,
@@ -257,7 +266,7 @@ class PythonRule(Rule):
         self.ctx.note(original, self.ID, message, kind="change")
         return new
 
-    def report(self, node: cst.CSTNode, message: str, *, severity: str = "warning", hint: str = "",
+    def report(self, node: cst.CSTNode, message: str, *, severity: Severity = "warning", hint: str = "",
                fix: str = "") -> None:
         if not self.ctx.is_silenced(node, self.ID):
             self.ctx.note(node, self.ID, message, severity=severity, hint=hint, fix=fix)

@@ -7,6 +7,9 @@ from dataclasses import dataclass, field
 from npu_port.transpiler.core.rules import RunOptions
 from npu_port.transpiler.core.files import DEFAULT_MAX_BYTES
 
+# The run options that travel by name in Settings.options_extra (RunOptions' fields of the same names).
+RULE_OPTIONS = ("forbid", "rules_files")
+
 
 @dataclass(frozen=True)
 class Settings:
@@ -17,8 +20,14 @@ class Settings:
     jobs: int = 1
     max_bytes: int = DEFAULT_MAX_BYTES
     runtime_env_profile: str | None = None
-    options_extra: tuple[tuple[str, object], ...] = field(default=())
+    # (name, values) of the rule options a run sets, one of RULE_OPTIONS each: a tuple keeps Settings
+    # hashable, as the engine caches need.
+    options_extra: tuple[tuple[str, tuple[str, ...]], ...] = field(default=())
 
     def run_options(self) -> RunOptions:
+        extra = dict(self.options_extra)
+        unknown = sorted(set(extra) - set(RULE_OPTIONS))
+        if unknown:
+            raise ValueError(f"unknown rule option(s) {', '.join(unknown)} (known: {', '.join(RULE_OPTIONS)})")
         return RunOptions(target=self.target, runtime_env_profile=self.runtime_env_profile,
-                          extra=dict(self.options_extra))
+                          rules_files=tuple(extra.get("rules_files", ())), forbid=tuple(extra.get("forbid", ())))

@@ -22,7 +22,8 @@ from typing import Callable, Iterable, Optional
 
 import click
 
-from npu_port.transpiler.core.files import TMP_SUFFIX, atomic_write, is_stream_output, language_of, needs_head, read_head
+from npu_port.transpiler.core.files import (TMP_SUFFIX, atomic_write, is_stream_output, language_of, needs_head,
+                                            read_head)
 
 SOURCE_LANGUAGES = ("python", "shell", "yaml", "cuda")
 

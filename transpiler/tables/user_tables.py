@@ -172,7 +172,7 @@ def table_rows(target: str, name: str, rules_files: tuple[str, ...] = ()) -> lis
     return user + [r for r in rows if r.get("cuda") not in names]
 
 
-def load_user_tables(path: Path, target: str) -> dict[str, list[dict[str, str]]]:
+def load_user_tables(path: str | Path, target: str) -> dict[str, list[dict[str, str]]]:
     """Validated rows per table; raises TableError naming the file, line and key of the first problem."""
     return _load(str(Path(path).resolve()), target)
 

@@ -14,6 +14,7 @@ import weakref
 from dataclasses import dataclass
 from typing import Any, Callable, ClassVar, Generic, Iterable, Optional, TypeVar
 
+from npu_port.transpiler.core.report import Severity
 from npu_port.transpiler.core.rules import FileContext, TextRule, silenced
 
 T = TypeVar("T")
@@ -142,6 +143,6 @@ class SpanEditRule(TextRule):
     def check(self, parsed: Any) -> None:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def report(self, offset: int, message: str, *, severity: str = "warning", hint: str = "") -> None:
+    def report(self, offset: int, message: str, *, severity: Severity = "warning", hint: str = "") -> None:
         line, col = self.positions.line_col(offset)
         self.ctx.add(self.ID, line, col, message, severity=severity, hint=hint)
