@@ -124,7 +124,6 @@ class ProfilerToNpu(PythonRule):
         super().__init__(ctx)
         self.table = profiler_table(ctx.target)
         self.profile_moved = False
-        self.emitted_torch_npu = False
         self._method_uses: list[cst.Attribute] = []
 
     # -- imports ---------------------------------------------------------------------------
@@ -211,7 +210,6 @@ class ProfilerToNpu(PythonRule):
         if owner == self.table.cuda_module and attr in self.table.move:
             if attr == "profile":
                 self.profile_moved = True
-            self.emitted_torch_npu = True
             new = cst.Attribute(value=dotted_expr(self.table.npu_module), attr=updated.attr,
                                 dot=updated.dot, lpar=updated.lpar, rpar=updated.rpar)
             return self.rewrite(original, updated, new, f"{owner}.{attr} -> {self.table.npu_module}.{attr}")

@@ -7,7 +7,6 @@ import json
 from typing import Optional
 
 import libcst as cst
-import yaml
 
 from npu_port.transpiler.core.rules import PythonContext, PythonRule
 from npu_port.codemods._env_table import EnvVarTable

@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import re
 import sys
-import textwrap
 from pathlib import Path
 from typing import Iterable
 
@@ -23,7 +22,8 @@ from typing import Any
 
 import yaml
 
-from npu_port.transpiler.output.rule_docs import md_cell, rule_markdown, rule_sections
+from npu_port.transpiler.output.rule_docs import md_cell, rule_markdown
+from npu_port.transpiler.output.rule_docs import rule_sections  # noqa: F401 - tests import it from here
 from npu_port.transpiler.tables.verl_keys import unknown_key
 from npu_port.transpiler.tables import api_facts
 from npu_port.transpiler.tables.mapping import available_targets, load_table

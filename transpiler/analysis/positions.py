@@ -15,8 +15,6 @@ import libcst as cst
 
 from npu_port.transpiler.analysis.imports import dotted_name
 
-StringNode = (cst.SimpleString, cst.FormattedString)
-
 
 @dataclass(frozen=True)
 class PositionPolicy:

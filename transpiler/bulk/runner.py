@@ -14,7 +14,6 @@ import signal
 import stat
 import sys
 import threading
-import time
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -55,8 +54,6 @@ class RunResult:
     outcomes: list[FileOutcome]
     cache_hits: int = 0
     interrupted: bool = False
-    seconds: float = 0.0
-    cache_damaged: int = 0  # cache and stat-index entries that did not verify, ignored and rebuilt
 
 
 def warn_on_stderr(message: str) -> None:
@@ -101,7 +98,6 @@ def run(files: Sequence[SourceFile], settings: Settings, on_result: OnResult,
     Ctrl-C (or SIGTERM) stops the run once the result being handed over is written: every file
     written so far is complete."""
     config = config or RunConfig()
-    started = time.perf_counter()
     reporter = config.reporter
     delivery = _Delivery(files, on_result, config.ordered)
     executor: Optional[Executor] = None
@@ -167,16 +163,13 @@ def run(files: Sequence[SourceFile], settings: Settings, on_result: OnResult,
         if executor is not None:
             executor.close()
         reporter.stop()
-    damaged = 0
     if config.cache is not None:
         config.cache.save_indexes()
         config.cache.prune([g.fingerprint for g in groups if g.fingerprint is not None])
-        damaged = config.cache.damaged
         warning = config.cache.damage_warning()
         if warning:
             config.warn(warning)
-    return RunResult(delivery.outcomes(), config.cache.hits if config.cache else 0, interrupted,
-                     time.perf_counter() - started, damaged)
+    return RunResult(delivery.outcomes(), config.cache.hits if config.cache else 0, interrupted)
 
 
 def _make_executor(config: RunConfig, jobs: list[Job], processes: int, inputs: list[str]) -> Executor:

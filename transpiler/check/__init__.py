@@ -22,8 +22,7 @@ from npu_port.transpiler.core.rules import Group
 from npu_port.transpiler.core.report import CheckReport, Edit, Finding
 from npu_port.transpiler.bulk.runner import SourceFile
 
-CHECK_GROUP: Group = "check"  # validators that always run in `check`
-POLICY_GROUP: Group = "policy"  # validators that run when their setting is on
+CHECK_GROUP: Group = "check"  # validators that always run in `check` (group "policy": when their setting is on)
 
 
 def check_rule_ids(config: ProjectConfig) -> tuple[str, ...]:

@@ -20,8 +20,6 @@ from npu_port.transpiler.core.files import ReadError, read_source, read_text
 from npu_port.transpiler.tables.mapping import available_targets
 from npu_port.transpiler.core.settings import Settings
 
-CONFIG_FILES = ("npu-port.toml", "pyproject.toml")
-TOOL_TABLE = "tool.npu-port"
 
 
 class ConfigError(ValueError):

@@ -20,7 +20,6 @@ OutcomeLanguage = Literal[Language, "link", ""]
 SEVERITIES: tuple[Severity, ...] = get_args(Severity)
 FINDING_KINDS: tuple[FindingKind, ...] = get_args(FindingKind)
 STATUSES: tuple[Status, ...] = get_args(Status)
-LANGUAGES: tuple[Language, ...] = get_args(Language)
 
 # Bumped whenever a key is renamed or removed; adding keys keeps the version.
 REPORT_SCHEMA_VERSION = 1

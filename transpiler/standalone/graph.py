@@ -115,9 +115,6 @@ class ModuleInfo:
     def binds(self, name: str) -> bool:
         return name in self.local_bindings or name in self.alias_bindings
 
-    def exported(self) -> Optional[tuple[str, ...]]:
-        return self.all_names
-
 
 class _NodeIds(cst.CSTVisitor):
     def __init__(self) -> None:

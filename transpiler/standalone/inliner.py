@@ -98,7 +98,6 @@ class _Assembler:
         self.order = closure.execution_order()
         self.keys = sorted((k for k in closure.included if k[0] != SCRIPT), key=lambda k: self.order[k])
         self.final: dict[Sym, str] = {}
-        self.header_imports: list[cst.SimpleStatementLine] = []
 
     # -- names -----------------------------------------------------------------------------------------
 

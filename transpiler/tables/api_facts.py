@@ -19,7 +19,6 @@ from typing import Optional
 from npu_port import codemods
 
 SNAPSHOT_DIR = Path(codemods.__file__).resolve().parent / "data" / "api"
-PACKAGES = ("torch_npu", "vllm", "verl", "ray", "transformers", "mindspeed_rl")
 
 # Accept the spellings people use for the distributions as well as the import names.
 _PACKAGE_ALIASES = {"torch-npu": "torch_npu", "mindspeed-rl": "mindspeed_rl", "MindSpeed-RL": "mindspeed_rl"}

@@ -682,9 +682,6 @@ class ShellRule(SpanEditRule):
         self.ctx.add(self.ID, line, 1, message, kind="change")
         return True
 
-    def command_scope(self, cmd: Command) -> tuple[int, int]:
-        return cmd.start, cmd.end
-
 
 # -- helpers the rules share ---------------------------------------------------------------------
 _PYTHON_RE = re.compile(r"python(\d+(\.\d+)?)?$")

@@ -7,7 +7,7 @@ byte (comments, key order, quoting, blank lines) stays as it was.
 
 from __future__ import annotations
 
-from typing import Any, Iterator, Optional
+from typing import Any, Iterator
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
@@ -126,8 +126,3 @@ class YamlRule(SpanEditRule):
         line, col = self.positions.line_col(start)
         self.ctx.add(self.ID, line, col, message, kind="change")
         return True
-
-
-
-def value_of(mapping: CommentedMap, key: str) -> Optional[Any]:
-    return mapping.get(key) if isinstance(mapping, CommentedMap) else None
