@@ -44,7 +44,8 @@ from npu_port.transpiler.bulk.worker import Task, convert_task
 @click.option("--in-place", is_flag=True,
               help="Overwrite the inputs (atomic replace); only files whose current bytes git's index or HEAD "
                    "holds, unless --force.")
-@click.option("--check", is_flag=True, help=f"Write nothing; exit {int(ExitCode.WOULD_CHANGE)} if anything would change.")
+@click.option("--check", is_flag=True,
+              help=f"Write nothing; exit {int(ExitCode.WOULD_CHANGE)} if anything would change.")
 @click.option("--report", "report_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Write every change and finding as JSON. Refused when it is (or links to) an input or a "
                    "source file under one; written by rename, so a link there is replaced, not followed.")
