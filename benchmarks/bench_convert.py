@@ -32,9 +32,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 import libcst as cst  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
 
+from npu_port.transpiler.bulk.executors import default_jobs  # noqa: E402
 from npu_port.transpiler.cli import cli  # noqa: E402
 from npu_port.transpiler.core.engine import Engine  # noqa: E402
-from npu_port.transpiler.bulk.executors import default_jobs  # noqa: E402
 from npu_port.transpiler.core.files import language_of, walk  # noqa: E402
 from npu_port.transpiler.core.settings import Settings  # noqa: E402
 

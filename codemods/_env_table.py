@@ -5,7 +5,7 @@ which matters only for some values)."""
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Optional
 
 from npu_port.transpiler.tables.mapping import MappingError, available_targets, load_table
@@ -33,8 +33,8 @@ class EnvVarTable:
         self.rows = sorted(rows, key=lambda r: (r.cuda.endswith("*"), -len(r.cuda)))
 
     @classmethod
-    @lru_cache(maxsize=None)
-    def for_target(cls, target: str, with_shell: bool = False, rules_files: tuple[str, ...] = ()) -> "EnvVarTable":
+    @cache
+    def for_target(cls, target: str, with_shell: bool = False, rules_files: tuple[str, ...] = ()) -> EnvVarTable:
         raw_rows = list(table_rows(target, "env_vars", rules_files))
         if with_shell:
             raw_rows += list(load_table(target, "shell").get("env_vars", []))
@@ -48,7 +48,7 @@ class EnvVarTable:
         return cls(rows)
 
     @classmethod
-    def for_options(cls, options, with_shell: bool = False) -> "EnvVarTable":
+    def for_options(cls, options, with_shell: bool = False) -> EnvVarTable:
         """The table a run uses: the target's rows with the user's `--rules` rows first."""
         return cls.for_target(options.target, with_shell, options.rules_files)
 

@@ -6,9 +6,9 @@ from typing import ClassVar, Optional
 
 import libcst as cst
 
-from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.analysis.positions import PositionFinder, PositionPolicy, string_leaves
 from npu_port.transpiler.core.cst_walk import transform
+from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables.mapping import load_table
 
 
@@ -57,7 +57,7 @@ class StringPositionRule(PythonRule):
                 if not isinstance(leaf, cst.Name) and id(leaf) not in self._marked:
                     self._scopes[-1].held.setdefault(id(leaf), targets[0].value)
 
-    def _settle(self, flow: "_LocalFlow", updated):
+    def _settle(self, flow: _LocalFlow, updated):
         todo = {i: new for i, (var, new, _) in flow.rewrites.items() if var in flow.used}
         if not todo:
             return updated

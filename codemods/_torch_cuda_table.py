@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Optional
 
 from npu_port.transpiler.analysis.imports import Binding
@@ -84,7 +84,7 @@ def canonical(qualified: str) -> str:
     return "torch.npu" + qualified[len("torch_npu.npu"):] if qualified.startswith("torch_npu.npu") else qualified
 
 
-@lru_cache(maxsize=None)
+@cache
 def table_for(target: str, rules_files: tuple[str, ...] = ()) -> TorchCudaTable:
     """The table, with the rows of the user's `--rules` files (RunOptions.rules_files) first."""
     return TorchCudaTable({**load_table(target, "torch_cuda"), "rows": table_rows(target, "torch_cuda", rules_files)})

@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-from npu_port.transpiler.core.rules import CUDA_WORD
-
 from typing import Optional
 
 from npu_port.codemods._string_positions import StringPositionRule
 from npu_port.codemods.device_string import npu_device_text
+from npu_port.transpiler.core.rules import CUDA_WORD
 
 
 class AmpDevice(StringPositionRule):

@@ -6,8 +6,8 @@ import ast
 
 import libcst as cst
 
-from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.analysis.import_policy import dynamic_imports, forbidden_imports, parse_for_imports
+from npu_port.transpiler.core.rules import PythonRule
 
 
 class ForbiddenImport(PythonRule):

@@ -7,10 +7,10 @@ from typing import Optional
 
 import libcst as cst
 
+from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables import api_facts
 from npu_port.transpiler.tables.api_facts import missing_npu_name
-from npu_port.transpiler.analysis.imports import dotted_name
 
 _ROOTS = ("torch.npu", "torch_npu")
 

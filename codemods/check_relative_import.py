@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.analysis.import_policy import parse_for_imports, relative_imports
+from npu_port.transpiler.core.rules import PythonRule
 
 
 class RelativeImport(PythonRule):

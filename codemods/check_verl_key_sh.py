@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import re
-from typing import Iterator, Optional
+from collections.abc import Iterator
+from typing import Optional
 
 from npu_port.transpiler.core.rules import TextRule
 from npu_port.transpiler.tables.framework_facts import code_part

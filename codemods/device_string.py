@@ -1,11 +1,10 @@
 from __future__ import annotations
 
-from npu_port.transpiler.core.rules import CUDA_WORD
-
 import re
 from typing import Optional
 
 from npu_port.codemods._string_positions import StringPositionRule
+from npu_port.transpiler.core.rules import CUDA_WORD
 
 _CUDA_DEVICE = re.compile(r"^cuda(?=$|:)")
 

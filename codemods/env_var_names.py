@@ -6,10 +6,11 @@ from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.core.rules import PythonContext, PythonRule
+from npu_port.codemods._env_table import EnvVarTable, env_triggers
 from npu_port.transpiler.analysis.env_positions import EnvName, EnvPositions
 from npu_port.transpiler.analysis.literals import string_value, with_string_value
-from npu_port.codemods._env_table import EnvVarTable, env_triggers
+from npu_port.transpiler.core.rules import PythonContext, PythonRule
+
 
 class EnvVarNames(PythonRule):
     """Rename CUDA/NCCL environment variables where Python code reads or sets them.

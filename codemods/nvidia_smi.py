@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 import shlex
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Optional
 
 import libcst as cst
@@ -34,7 +34,7 @@ class SmiTable:
         return self.npu_command[0]
 
 
-@lru_cache(maxsize=None)
+@cache
 def smi_table(target: str) -> SmiTable:
     raw = load_table(target, "smi")
     return SmiTable(raw["cuda_program"], tuple(raw["npu_command"]), frozenset(raw["discard_words"]),

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Optional, Sequence
+from functools import cache
+from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.analysis.imports import dotted_expr, dotted_name
+from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables.mapping import load_table
 
 
@@ -29,7 +30,7 @@ class ProfilerTable:
     missing_method_hint: str
 
 
-@lru_cache(maxsize=None)
+@cache
 def profiler_table(target: str) -> ProfilerTable:
     raw = load_table(target, "profiler")
     act = raw["activities"]

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from npu_port.transpiler.core.rules import PythonContext, PythonRule
 from npu_port.codemods.ray_support import RayTable
+from npu_port.transpiler.core.rules import PythonContext, PythonRule
 
 
 class RayGpuIds(PythonRule):

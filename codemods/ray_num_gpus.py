@@ -4,10 +4,18 @@ from __future__ import annotations
 
 import libcst as cst
 
-from npu_port.transpiler.core.rules import PythonContext, PythonRule
 from npu_port.codemods.ray_support import RayTable, is_method_call_on_ray_object
-from npu_port.transpiler.analysis.literals import (append_dict_elements, dict_element, dict_string_keys, element_keys,
-                                          has_star_args, keyword, quote_like, remove_arg)
+from npu_port.transpiler.analysis.literals import (
+    append_dict_elements,
+    dict_element,
+    dict_string_keys,
+    element_keys,
+    has_star_args,
+    keyword,
+    quote_like,
+    remove_arg,
+)
+from npu_port.transpiler.core.rules import PythonContext, PythonRule
 
 
 class RayNumGpus(PythonRule):

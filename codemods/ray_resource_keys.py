@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 import ast
-from typing import Iterator
+from collections.abc import Iterator
 
 import libcst as cst
 
-from npu_port.transpiler.core.rules import PythonContext, PythonRule
 from npu_port.codemods.ray_support import RayTable, ResourceMaps
 from npu_port.transpiler.analysis.literals import string_value, with_string_value
+from npu_port.transpiler.core.rules import PythonContext, PythonRule
 
 _LOOKUP_METHODS = frozenset({"get", "pop", "setdefault"})
 

@@ -8,13 +8,22 @@ from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.core.rules import PythonContext, PythonRule
 from npu_port.codemods._env_table import EnvVarTable
 from npu_port.transpiler.analysis.env_positions import RAY_ENV_KEY, EnvName, EnvPositions
 from npu_port.transpiler.analysis.imports import ImportTable
-from npu_port.transpiler.analysis.literals import (append_arg, append_dict_elements, dict_element, dict_string_keys,
-                                          element_keys, has_star_args, keyword, line_indent, quote_like,
-                                          string_value)
+from npu_port.transpiler.analysis.literals import (
+    append_arg,
+    append_dict_elements,
+    dict_element,
+    dict_string_keys,
+    element_keys,
+    has_star_args,
+    keyword,
+    line_indent,
+    quote_like,
+    string_value,
+)
+from npu_port.transpiler.core.rules import PythonContext, PythonRule
 from npu_port.transpiler.tables.runtime_env import load_profile
 
 RAY_INIT = "ray.init"

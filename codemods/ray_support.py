@@ -4,14 +4,14 @@ questions "is this Ray code?" and "does this expression hold a resource dict?". 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.core.rules import PythonContext
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.analysis.literals import string_value
+from npu_port.transpiler.core.rules import PythonContext
 from npu_port.transpiler.tables.mapping import MappingError, load_table
 
 
@@ -40,8 +40,8 @@ class RayTable:
     reported_keywords: tuple[ReportedKeyword, ...]
 
     @classmethod
-    @lru_cache(maxsize=None)
-    def for_target(cls, target: str) -> "RayTable":
+    @cache
+    def for_target(cls, target: str) -> RayTable:
         data = load_table(target, "ray")
         try:
             return cls(

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from npu_port.transpiler.tables.mapping import load_table
-from npu_port.transpiler.text.shell import ShellRule, Script, preamble_end, python_launch
+from npu_port.transpiler.text.shell import Script, ShellRule, preamble_end, python_launch
 
 _LAUNCHED = re.compile(r"(python(\d+(\.\d+)?)?|torchrun|ray|vllm|accelerate|deepspeed)$")
 

@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from npu_port.transpiler.core.rules import CUDA_WORD
-
 import re
 
+from npu_port.transpiler.core.rules import CUDA_WORD
 from npu_port.transpiler.tables.mapping import load_table
-from npu_port.transpiler.text.shell import ShellRule, Script, option_values, python_launch, token_span
+from npu_port.transpiler.text.shell import Script, ShellRule, option_values, python_launch, token_span
 
 _CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from npu_port.transpiler.tables.mapping import load_table
-from npu_port.transpiler.text.shell import ShellRule, Script, option_values
+from npu_port.transpiler.text.shell import Script, ShellRule, option_values
 
 _ENGINES = ("docker", "podman", "nerdctl")
 

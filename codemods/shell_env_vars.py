@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Optional
 
 from npu_port.codemods._env_table import EnvVarRow, EnvVarTable, env_triggers
-from npu_port.transpiler.text.shell import ASSIGNMENT_RE, NAME_RE, Command, ShellRule, Script, Word
+from npu_port.transpiler.text.shell import ASSIGNMENT_RE, NAME_RE, Command, Script, ShellRule, Word
 
 
 def env_lookup(options, name: str, value: Optional[str] = None) -> Optional[EnvVarRow]:

@@ -20,7 +20,7 @@ def multi_node(script: Script) -> bool:
         if launch is None:
             continue
         options = cmd.words[:cmd.words.index(launch.target_word)]
-        for _, word, vstart, vend in option_values(options, ["--nnodes", "--num_machines", "--num-machines"]):
+        for _, _word, vstart, vend in option_values(options, ["--nnodes", "--num_machines", "--num-machines"]):
             if not _ONE.fullmatch(script.text[vstart:vend]):
                 return True
         for word in launch.args:

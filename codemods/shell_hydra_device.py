@@ -2,12 +2,11 @@
 
 from __future__ import annotations
 
-from npu_port.transpiler.core.rules import CUDA_WORD
-
 import re
 
+from npu_port.transpiler.core.rules import CUDA_WORD
 from npu_port.transpiler.tables.mapping import load_table
-from npu_port.transpiler.text.shell import TEXT_COMMANDS, ShellRule, Script, token_span
+from npu_port.transpiler.text.shell import TEXT_COMMANDS, Script, ShellRule, token_span
 
 
 class ShellHydraDevice(ShellRule):
@@ -40,7 +39,7 @@ class ShellHydraDevice(ShellRule):
 
     def check(self, script: Script) -> None:
         keys = load_table(self.ctx.target, "shell")["hydra_device_keys"]
-        pattern = re.compile(r"\+{0,2}(%s)=cuda" % "|".join(re.escape(k) for k in keys))
+        pattern = re.compile(r"\+{0,2}(" + "|".join(re.escape(k) for k in keys) + ")=cuda")
         for cmd in script.commands:
             words = [] if cmd.program() in TEXT_COMMANDS else list(cmd.words)
             words += [item for w in cmd.assignments for item in w.array_items]

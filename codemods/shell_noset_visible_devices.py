@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from npu_port.transpiler.tables.mapping import load_table
-from npu_port.transpiler.text.shell import Script, ShellRule, indentation, line_start, next_line_start, preamble_end, python_launch
+from npu_port.transpiler.text.shell import (
+    Script,
+    ShellRule,
+    indentation,
+    line_start,
+    next_line_start,
+    preamble_end,
+    python_launch,
+)
 
 _VISIBLE = ("ASCEND_RT_VISIBLE_DEVICES", "CUDA_VISIBLE_DEVICES")
 

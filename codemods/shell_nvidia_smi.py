@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from npu_port.transpiler.tables.mapping import load_table
-from npu_port.transpiler.text.shell import TEXT_COMMANDS, ShellRule, Script
+from npu_port.transpiler.text.shell import TEXT_COMMANDS, Script, ShellRule
 
 _LOOKUPS = ("command", "which", "type", "hash")
 

@@ -6,7 +6,7 @@ import json
 import re
 from typing import Optional
 
-from npu_port.transpiler.text.shell import Command, ShellRule, Script, Word, option_values
+from npu_port.transpiler.text.shell import Command, Script, ShellRule, Word, option_values
 
 _NUMBER = re.compile(r"\d+(\.\d+)?")
 _SIMPLE_EXPANSION = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*|\{[^{}'\"\\`]*\})")

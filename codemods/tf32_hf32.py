@@ -3,13 +3,13 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.analysis.imports import dotted_expr, dotted_name
+from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables.mapping import load_table
 
 _PREFIXES = ("torch.backends.cuda.", "torch.backends.cudnn.")
@@ -23,7 +23,7 @@ class BackendRow:
     hint: str = ""
 
 
-@lru_cache(maxsize=None)
+@cache
 def backend_rows(target: str) -> tuple[dict[str, BackendRow], tuple[tuple[str, BackendRow], ...]]:
     """(exact names, prefix rows longest first) of codemods/data/<target>/backends.yaml."""
     exact: dict[str, BackendRow] = {}

@@ -4,9 +4,9 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
 from npu_port.codemods._torch_cuda_table import CUDA_ROOT, canonical, is_cuda_name, table_for
 from npu_port.transpiler.analysis.imports import dotted_expr, dotted_name, leftmost_name
+from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
 
 
 class TorchCudaApi(PythonRule):

@@ -1,13 +1,14 @@
 from __future__ import annotations
 
 import re
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.core.cst_walk import transform
+from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
 
 # Signs that a file already uses the NPU without importing torch_npu (e.g. ported by hand).
 _USES_NPU = re.compile(r"torch\.npu|from torch import npu|\.npu\(|\.is_npu\b")

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterator
 from dataclasses import dataclass
-from functools import lru_cache
-from typing import Iterator, Optional
+from functools import cache
+from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.analysis.imports import dotted_name, iter_scope_statements
+from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables.mapping import load_table
 
 # Exceptions whose handler makes an import optional: the code already runs without the library.
@@ -34,7 +35,7 @@ class CudaBuilds:
     hint: str
 
 
-@lru_cache(maxsize=None)
+@cache
 def library_rows(target: str) -> tuple[LibraryRow, ...]:
     """The rows of codemods/data/<target>/unsupported_libraries.yaml, longest module first."""
     raw = load_table(target, "unsupported_libraries")
@@ -42,14 +43,14 @@ def library_rows(target: str) -> tuple[LibraryRow, ...]:
     return tuple(sorted(rows, key=lambda r: -len(r.module)))
 
 
-@lru_cache(maxsize=None)
+@cache
 def cuda_builds(target: str) -> CudaBuilds:
     raw = load_table(target, "unsupported_libraries")["cuda_builds"]
     return CudaBuilds(frozenset(raw["callables"]), frozenset(raw["keywords"]), tuple(raw["suffixes"]),
                       raw["what"], raw["hint"])
 
 
-@lru_cache(maxsize=None)
+@cache
 def compiled_extension_row(target: str) -> tuple[tuple[str, ...], LibraryRow]:
     raw = load_table(target, "unsupported_libraries")["compiled_extensions"]
     return tuple(raw["suffixes"]), LibraryRow("", raw["what"], raw["hint"])

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.core.rules import CUDA_WORD, PythonContext, PythonRule
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.analysis.literals import string_value, with_string_value
+from npu_port.transpiler.core.rules import CUDA_WORD, PythonContext, PythonRule
 from npu_port.transpiler.tables.mapping import MappingError, load_table
 
 _LIST_METHODS = frozenset({"append", "insert", "extend"})
@@ -26,8 +26,8 @@ class VerlTable:
     config_setters: frozenset[str]
 
     @classmethod
-    @lru_cache(maxsize=None)
-    def for_target(cls, target: str) -> "VerlTable":
+    @cache
+    def for_target(cls, target: str) -> VerlTable:
         data = load_table(target, "verl")
         try:
             return cls(cuda=data["device"]["cuda"], npu=data["device"]["npu"],

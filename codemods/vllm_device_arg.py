@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
-from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.analysis.literals import keyword, remove_arg, string_value
+from npu_port.transpiler.core.rules import PythonRule
 
 # Where vLLM takes engine arguments as keywords (public re-exports and their defining modules).
 ENGINE_ARG_CALLS = frozenset({

@@ -6,8 +6,8 @@ from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.core.rules import PythonContext, PythonRule
 from npu_port.transpiler.analysis.imports import scan_scope
+from npu_port.transpiler.core.rules import PythonContext, PythonRule
 
 VARIABLE = "VLLM_WORKER_MULTIPROC_METHOD"
 VALUE = "spawn"

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 from npu_port.transpiler.core.rules import CUDA_WORD
-
 from npu_port.transpiler.text.yaml_edit import YamlDocument, YamlRule
 
 # Top-level sections of a VERL trainer config (verl/trainer/config/ppo_trainer.yaml).

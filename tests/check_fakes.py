@@ -9,8 +9,8 @@ from __future__ import annotations
 import libcst as cst
 import pytest
 
-from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.core.registry import all_rules
+from npu_port.transpiler.core.rules import PythonRule
 
 
 class FakeCudaSynchronize(PythonRule):

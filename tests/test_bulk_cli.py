@@ -9,12 +9,11 @@ import sys
 from pathlib import Path
 
 import pytest
+from bulk_support import EXPECTED_FAILURES, HAZARD_FAILURES, SMALL_MAX_BYTES, HazardRule, build_tree, tree_digest
 from click.testing import CliRunner
 
-from bulk_support import (EXPECTED_FAILURES, HAZARD_FAILURES, SMALL_MAX_BYTES, HazardRule, build_tree,
-                          tree_digest)
-from npu_port.transpiler.core import registry
 from npu_port.transpiler.cli import cli
+from npu_port.transpiler.core import registry
 from npu_port.transpiler.core.engine import Engine
 from npu_port.transpiler.core.files import language_of
 from npu_port.transpiler.core.settings import Settings

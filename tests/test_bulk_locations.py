@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
-from libcst.metadata import MetadataWrapper, PositionProvider
-
 from bulk_support import CUDA_MODEL
 from fixture_cases import all_cases
+from libcst.metadata import MetadataWrapper, PositionProvider
+
 from npu_port.transpiler.analysis.locations import NodeLocations
 
 SOURCES = [c.input.read_bytes() for c in all_cases() if c.input.suffix == ".py"] + [

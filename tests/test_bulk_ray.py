@@ -7,11 +7,11 @@ import os
 from pathlib import Path
 
 import pytest
+from bulk_support import HAZARD_FAILURES, SMALL_MAX_BYTES, HazardRule, build_tree, tree_digest
 from click.testing import CliRunner
 
-from bulk_support import HAZARD_FAILURES, SMALL_MAX_BYTES, HazardRule, build_tree, tree_digest
-from npu_port.transpiler.core import registry
 from npu_port.transpiler.cli import cli
+from npu_port.transpiler.core import registry
 
 ray = pytest.importorskip("ray")
 

@@ -7,13 +7,13 @@ import os
 import time
 
 import pytest
-
 from bulk_support import CUDA_MODEL, PLAIN_MODULE
+
 from npu_port.transpiler.bulk import runner
 from npu_port.transpiler.bulk.cache import Cache, StatIndex, fingerprint
+from npu_port.transpiler.bulk.runner import RunConfig, discover, run
 from npu_port.transpiler.core.engine import Engine
 from npu_port.transpiler.core.files import bracket_depth_exceeds, python2_hint
-from npu_port.transpiler.bulk.runner import RunConfig, discover, run
 from npu_port.transpiler.core.settings import Settings
 
 SETTINGS = Settings(jobs=2)

@@ -13,9 +13,9 @@ import time
 from pathlib import Path
 
 import pytest
+from bulk_support import CUDA_MODEL, PLAIN_MODULE, tree_digest
 from click.testing import CliRunner
 
-from bulk_support import CUDA_MODEL, PLAIN_MODULE, tree_digest
 from npu_port.transpiler.cli import cli
 
 ROOT = Path(__file__).resolve().parent.parent

@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 
 import pytest
+from check_fakes import GPU_SOURCE, fake_rules  # noqa: F401 (fixture)
 from click.testing import CliRunner
 
-from check_fakes import GPU_SOURCE, fake_rules  # noqa: F401 (fixture)
 from npu_port.transpiler.cli import cli
 from npu_port.transpiler.core.engine import Engine
 from npu_port.transpiler.core.settings import Settings

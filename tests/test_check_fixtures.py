@@ -8,8 +8,8 @@
 from __future__ import annotations
 
 import pytest
-
 from fixture_cases import all_cases, parse_finding_line
+
 from npu_port.transpiler.check import CHECK_GROUP, run_check
 from npu_port.transpiler.core.config import load_config
 from npu_port.transpiler.core.engine import Engine

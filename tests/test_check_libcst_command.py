@@ -7,8 +7,14 @@ import sys
 from pathlib import Path
 
 import pytest
-from libcst.codemod import (CodemodContext, TransformFailure, TransformSkip, TransformSuccess,
-                            parallel_exec_transform_with_prettyprint, transform_module)
+from libcst.codemod import (
+    CodemodContext,
+    TransformFailure,
+    TransformSkip,
+    TransformSuccess,
+    parallel_exec_transform_with_prettyprint,
+    transform_module,
+)
 
 from npu_port.transpiler.core.libcst_command import PortToNpu
 from npu_port.transpiler.core.registry import UnknownRuleError

@@ -5,8 +5,14 @@ from __future__ import annotations
 import pytest
 
 from npu_port.transpiler.tables import api_facts
-from tools.conformance import (check_file, check_mindspeed_yaml, check_python, check_verl_keys,
-                                    check_verl_yaml, config_framework)
+from tools.conformance import (
+    check_file,
+    check_mindspeed_yaml,
+    check_python,
+    check_verl_keys,
+    check_verl_yaml,
+    config_framework,
+)
 
 
 def errors(source: str) -> list[str]:

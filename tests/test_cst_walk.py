@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import libcst as cst
 import pytest
-
 from fixture_cases import all_cases
+
 from npu_port.transpiler.core.cst_walk import transform
 
 SOURCES = [c.input for c in all_cases() if c.input.suffix == ".py"]

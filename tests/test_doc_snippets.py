@@ -10,9 +10,9 @@ from pathlib import Path
 import click
 import pytest
 
-from tools import doc_snippets
 from npu_port.transpiler.cli import cli
 from npu_port.transpiler.core.registry import all_rules
+from tools import doc_snippets
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = sorted((ROOT / "docs").glob("*.md"))

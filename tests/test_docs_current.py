@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from tools.docgen import generated_docs, rule_sections, stale
-from npu_port.transpiler.tables.mapping import available_targets, load_table
 from npu_port.transpiler.core.registry import all_rules
+from npu_port.transpiler.tables.mapping import available_targets, load_table
 from npu_port.transpiler.tables.user_tables import mapping_tables
+from tools.docgen import generated_docs, rule_sections, stale
 
 
 def test_generated_docs_are_current():

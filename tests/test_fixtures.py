@@ -4,8 +4,8 @@ without a `.findings` file), valid output, and idempotent."""
 from __future__ import annotations
 
 import pytest
-
 from fixture_cases import all_cases, assert_valid, finding_line, update_requested, write_findings
+
 from npu_port.transpiler.core.engine import Engine
 from npu_port.transpiler.core.registry import all_rules
 from npu_port.transpiler.core.settings import Settings

@@ -9,9 +9,9 @@ from pathlib import Path
 
 import jsonschema
 import pytest
+from check_fakes import GPU_SOURCE, fake_rules  # noqa: F401 (fixture)
 from click.testing import CliRunner
 
-from check_fakes import GPU_SOURCE, fake_rules  # noqa: F401 (fixture)
 from npu_port.transpiler.cli import cli
 from npu_port.transpiler.core.report import REPORT_SCHEMA_VERSION
 

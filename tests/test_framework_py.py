@@ -8,17 +8,17 @@ import re
 
 import pytest
 from click.testing import CliRunner
+from fixture_cases import FIXTURES
 
 from npu_port.codemods.env_var_names import EnvVarNames, EnvVarTable
-from npu_port.transpiler.tables.runtime_env import ProfileError, load_profile
 from npu_port.codemods.ray_support import RayTable
 from npu_port.codemods.verl_device import VerlTable
 from npu_port.codemods.vllm_device_arg import ENGINE_ARG_CALLS
-from fixture_cases import FIXTURES
-from npu_port.transpiler.tables import api_facts
 from npu_port.transpiler.cli import cli
 from npu_port.transpiler.core.engine import Engine
 from npu_port.transpiler.core.settings import Settings
+from npu_port.transpiler.tables import api_facts
+from npu_port.transpiler.tables.runtime_env import ProfileError, load_profile
 
 TARGET = "ascend"
 

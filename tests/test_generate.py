@@ -16,10 +16,10 @@ import pytest
 import yaml
 from click.testing import CliRunner
 
-from tools import conformance
 from npu_port.transpiler.analysis.import_policy import dynamic_imports, forbidden_imports, relative_imports
 from npu_port.transpiler.cli import cli
 from npu_port.transpiler.generate.render import Rendered, render, schemas
+from tools import conformance
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures" / "skeletons"

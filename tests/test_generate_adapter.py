@@ -23,7 +23,7 @@ class StubSamplingParams:
 
 class ForbiddenLLM:
     def __init__(self, **kwargs):
-        raise AssertionError("the test must inject an engine; the real LLM was built with %r" % kwargs)
+        raise AssertionError(f"the test must inject an engine; the real LLM was built with {kwargs!r}")
 
 
 @dataclass
@@ -157,7 +157,7 @@ def test_parallel_settings_reach_the_engine_constructor(monkeypatch):
             captured.update(kwargs)
 
     module.LLM = RecordingLLM
-    module.VLLMAdapter("m").engine
+    _ = module.VLLMAdapter("m").engine
     assert captured["tensor_parallel_size"] == 4 and captured["pipeline_parallel_size"] == 2
     assert captured["distributed_executor_backend"] == "ray"
     assert "device" not in captured and "npu_memory_utilization" not in captured

@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from npu_port.transpiler.cli import cli
 from npu_port.transpiler.bulk.git_copy import blob_id
+from npu_port.transpiler.cli import cli
 
 pytestmark = pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
 

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from npu_port.codemods._torch_cuda_table import table_for
 from npu_port.transpiler.tables import api_facts
 from npu_port.transpiler.tables.mapping import available_targets, load_table
-from npu_port.codemods._torch_cuda_table import table_for
 
 TORCH_NPU = api_facts.load("torch_npu")
 

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from fixture_cases import FIXTURES, assert_valid
+
 from npu_port.transpiler.cli import cli
 
 PROJECTS = sorted(p for p in (FIXTURES / "projects").iterdir() if (p / "input").is_dir())

@@ -5,20 +5,19 @@ random programs, with prefiltering off against on."""
 from __future__ import annotations
 
 import re
-
 import sys
 
 import libcst as cst
 import pytest
+from bulk_support import CUDA_MODEL, PLAIN_MODULE
+from fixture_cases import all_cases
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from bulk_support import CUDA_MODEL, PLAIN_MODULE
-from npu_port.transpiler.core.rules import Rule
-from fixture_cases import all_cases
 from npu_port.transpiler.core.engine import Engine, Triggers
 from npu_port.transpiler.core.files import language_of
 from npu_port.transpiler.core.registry import all_rules
+from npu_port.transpiler.core.rules import Rule
 from npu_port.transpiler.core.settings import Settings
 
 RULES = list(all_rules().values())

@@ -11,10 +11,10 @@ from npu_port.codemods.nvidia_smi import NvidiaSmiToNpuSmi
 from npu_port.codemods.profiler_npu import ProfilerToNpu, profiler_table
 from npu_port.codemods.tf32_hf32 import TF32ToHF32, backend_rows
 from npu_port.codemods.unsupported_cuda_libs import UnsupportedCudaLibraries, library_rows
-from npu_port.transpiler.tables import api_facts
 from npu_port.transpiler.core.engine import Engine
-from npu_port.transpiler.tables.mapping import load_table
 from npu_port.transpiler.core.settings import Settings
+from npu_port.transpiler.tables import api_facts
+from npu_port.transpiler.tables.mapping import load_table
 
 RULES = (TF32ToHF32, ProfilerToNpu, NvidiaSmiToNpuSmi, UnsupportedCudaLibraries)
 TABLES = ("backends", "profiler", "smi", "unsupported_libraries")

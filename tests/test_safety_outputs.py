@@ -12,11 +12,11 @@ import threading
 from pathlib import Path
 
 import pytest
+from bulk_support import EditWhileConvertingRule
 from click.testing import CliRunner
 
-from bulk_support import EditWhileConvertingRule
-from npu_port.transpiler.core import registry
 from npu_port.transpiler.cli import cli
+from npu_port.transpiler.core import registry
 from npu_port.transpiler.core.files import TMP_SUFFIX
 
 SCRIPT = ('import torch\n\n\ndef main():\n    model = torch.nn.Linear(2, 2).cuda()\n    return model\n\n\n'

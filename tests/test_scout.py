@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 from hypothesis import HealthCheck, given, settings
-
-from npu_port.transpiler.core.rules import Rule, RunOptions
 from test_property_prefilter import SOURCES, programs
+
 from npu_port.transpiler.analysis.source_facts import scan
 from npu_port.transpiler.core.engine import Engine
 from npu_port.transpiler.core.files import language_of
 from npu_port.transpiler.core.registry import all_rules
+from npu_port.transpiler.core.rules import Rule, RunOptions
 from npu_port.transpiler.core.settings import Settings
 
 # Rules with a scout of their own (the default one says yes to every file).
@@ -185,7 +185,7 @@ def _check_lexer_against_tokenize(source: str) -> None:
 
 
 def test_the_lexer_agrees_with_pythons_tokenizer_on_every_fixture():
-    for name, data in CASES:
+    for _name, data in CASES:
         _check_lexer_against_tokenize(data.decode("utf-8"))
 
 

@@ -5,7 +5,8 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from hypothesis import given, settings, strategies as st
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from npu_port.transpiler.core.engine import Engine
 from npu_port.transpiler.core.settings import Settings

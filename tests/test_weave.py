@@ -8,14 +8,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-
 from test_generate import FORBIDDEN_IMPORTS, KNOWN_SNAPSHOT_GAPS
-from tools import conformance
+
 from npu_port.transpiler.analysis.import_policy import forbidden_imports, relative_imports
 from npu_port.transpiler.cli import cli
 from npu_port.transpiler.core.engine import Engine
 from npu_port.transpiler.core.settings import Settings
 from npu_port.transpiler.generate.weave import MARKER, WeaveError, weave, weave_source
+from tools import conformance
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "weave"
 CASES = sorted(FIXTURES.glob("*.input.py"))

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 import yaml
-
-from npu_port.transpiler.core.rules import RunOptions
 from fixture_cases import FIXTURES
+
 from npu_port.transpiler.core.engine import Engine, convert_text
 from npu_port.transpiler.core.registry import all_rules
+from npu_port.transpiler.core.rules import RunOptions
 from npu_port.transpiler.core.settings import Settings
 from npu_port.transpiler.text.yaml_edit import YamlDocument, scalar_end
 

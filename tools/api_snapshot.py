@@ -25,9 +25,9 @@ import re
 import subprocess
 import sys
 import zipfile
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
-from typing import Callable, Iterable
 
 import yaml
 

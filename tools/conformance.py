@@ -17,9 +17,10 @@ module or signature, so nothing can be said). Callers decide whether unverified 
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Iterator, Optional
+from typing import Any, Optional
 
 import yaml
 

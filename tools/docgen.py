@@ -11,27 +11,29 @@ Nothing in these files is written by hand: edit the rule's docstring or the tabl
 
 from __future__ import annotations
 
+import json
 import re
 import sys
+from collections.abc import Iterable
+from functools import cache
 from pathlib import Path
-from typing import Iterable
-
-import json
-from functools import lru_cache
 from typing import Any
 
 import yaml
 
-from npu_port.transpiler.output.rule_docs import md_cell, rule_markdown
-from npu_port.transpiler.output.rule_docs import rule_sections  # noqa: F401 - tests import it from here
-from npu_port.transpiler.tables.verl_keys import unknown_key
-from npu_port.transpiler.tables import api_facts
-from npu_port.transpiler.tables.mapping import available_targets, load_table
 from npu_port.transpiler.core.registry import all_rules
 from npu_port.transpiler.generate.render import KIND_FOLDERS, render_partial
 from npu_port.transpiler.generate.render import schemas as skeleton_schemas
 from npu_port.transpiler.generate.schema import Option
+from npu_port.transpiler.output.rule_docs import (
+    md_cell,
+    rule_markdown,
+    rule_sections,  # noqa: F401 - tests import it from here
+)
+from npu_port.transpiler.tables import api_facts
+from npu_port.transpiler.tables.mapping import available_targets, load_table
 from npu_port.transpiler.tables.user_tables import builtin_table_names
+from npu_port.transpiler.tables.verl_keys import unknown_key
 
 ROOT = Path(__file__).resolve().parent.parent
 DOCS = ROOT / "docs"
@@ -213,7 +215,7 @@ def _verl_sections(config: str, keys: dict[str, str], title: str) -> list[str]:
     return out
 
 
-@lru_cache(maxsize=None)
+@cache
 def config_schemas_doc() -> str:
     verl = api_facts.load("verl")
     msrl = api_facts.load("mindspeed_rl")

@@ -17,8 +17,9 @@ docstring or any other string that merely spells a variable's name is no positio
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
-from typing import Iterable, Iterator, Optional
+from typing import Optional
 
 import libcst as cst
 

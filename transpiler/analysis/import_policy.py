@@ -6,8 +6,8 @@ Uses `ast` (several times faster than a LibCST parse) because only names and pos
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterable
 from dataclasses import dataclass
-from typing import Iterable
 
 
 @dataclass(frozen=True)

@@ -8,8 +8,9 @@ after its first use in the same scope still counts, and a function-local import 
 
 from __future__ import annotations
 
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
-from typing import Iterator, Optional, Sequence, Union
+from typing import Optional, Union
 
 import libcst as cst
 

@@ -7,7 +7,8 @@ no dangling comma.
 
 from __future__ import annotations
 
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 import libcst as cst
 

@@ -41,7 +41,7 @@ class _OffsetState(CodegenState):
         self.spans.setdefault(id(node), (start, len(self.tokens)))  # a syntactic range recorded inside wins
 
     def record_syntactic_position(self, node: cst.CSTNode, *, start_node: Optional[cst.CSTNode] = None,
-                                  end_node: Optional[cst.CSTNode] = None) -> "_SyntacticSpan":
+                                  end_node: Optional[cst.CSTNode] = None) -> _SyntacticSpan:
         return _SyntacticSpan(self, node, start_node, end_node)
 
 

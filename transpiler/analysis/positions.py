@@ -8,8 +8,9 @@ comments, user identifiers) is never yielded, so no rule can touch it.
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import Callable, Iterator, Optional
+from typing import Optional
 
 import libcst as cst
 
@@ -24,7 +25,7 @@ class PositionPolicy:
     compared_with: tuple[str, ...]
 
     @classmethod
-    def from_data(cls, data: dict) -> "PositionPolicy":
+    def from_data(cls, data: dict) -> PositionPolicy:
         return cls(
             settings=tuple(data.get("settings", ())),
             positional={k: tuple(v) for k, v in (data.get("positional") or {}).items()},

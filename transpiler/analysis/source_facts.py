@@ -14,8 +14,9 @@ as in a file with an unterminated string) makes `SourceFacts.unsure` true, which
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Optional
 
 # A comment or a whole string literal (unrolled loops: a run of ordinary characters at a time). The
 # pattern starts at `#` or a quote, which lets the regex engine skip ahead; the prefix (`rb`, `f`...) is

@@ -21,14 +21,15 @@ import re
 import shutil
 import sys
 import time
-from functools import lru_cache
+from collections.abc import Sequence
+from functools import cache
 from pathlib import Path
-from typing import Any, Optional, Sequence
+from typing import Any, Optional
 
-from npu_port.transpiler.core.rules import Rule
 from npu_port.transpiler import __version__
 from npu_port.transpiler.core.files import atomic_write, is_within
 from npu_port.transpiler.core.report import FINDING_KINDS, SEVERITIES, STATUSES, FileOutcome, Finding, OutcomeLanguage
+from npu_port.transpiler.core.rules import Rule
 from npu_port.transpiler.core.settings import Settings
 
 CACHE_DIR_NAME = ".npu-port-cache"
@@ -57,11 +58,10 @@ def _digest_files(paths: Sequence[Path]) -> str:
     return h.hexdigest()
 
 
-@lru_cache(maxsize=None)
+@cache
 def _package_digest() -> str:
     """The engine's and the rules' code and data: an edit to either invalidates every entry."""
-    from npu_port import codemods
-    from npu_port import transpiler
+    from npu_port import codemods, transpiler
 
     code: list[Path] = []
     for pkg in (transpiler, codemods):

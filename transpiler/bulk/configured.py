@@ -3,9 +3,10 @@ applied (core/config.py holds the configuration; this module applies it to the b
 
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Optional
 
 from npu_port.transpiler.bulk.runner import RunConfig, RunResult, SourceFile, discover, run
 from npu_port.transpiler.core.config import ProjectConfig

@@ -16,14 +16,15 @@ import signal
 import tempfile
 import time
 from collections import deque
+from collections.abc import Sequence
 from multiprocessing.connection import Connection, wait
-from typing import Optional, Protocol, Sequence
+from typing import Optional, Protocol
 
-from npu_port.transpiler.core.rules import Rule
 from npu_port.transpiler.bulk.isolation import clean_start, current_dir, enter_worker, worker_sys_path
-from npu_port.transpiler.core.report import FileOutcome
-from npu_port.transpiler.core.settings import Settings
 from npu_port.transpiler.bulk.worker import Result, Task, convert_task, raise_recursion_limit, timeout_message
+from npu_port.transpiler.core.report import FileOutcome
+from npu_port.transpiler.core.rules import Rule
+from npu_port.transpiler.core.settings import Settings
 
 DEFAULT_TIMEOUT = 120.0
 

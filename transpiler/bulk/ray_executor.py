@@ -15,12 +15,20 @@ import shutil
 import tempfile
 import time
 from collections import deque
-from typing import Optional, Sequence
+from collections.abc import Sequence
+from typing import Optional
 
 from npu_port.transpiler.bulk.executors import Job, failed_result
 from npu_port.transpiler.bulk.isolation import worker_sys_path
-from npu_port.transpiler.bulk.worker import (FileTimeout, Result, Task, convert_task, raise_recursion_limit, time_limit,
-                               timeout_message)
+from npu_port.transpiler.bulk.worker import (
+    FileTimeout,
+    Result,
+    Task,
+    convert_task,
+    raise_recursion_limit,
+    time_limit,
+    timeout_message,
+)
 
 
 def _package_folder(stage: str) -> str:

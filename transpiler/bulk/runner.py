@@ -14,22 +14,38 @@ import signal
 import stat
 import sys
 import threading
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import Callable, Iterable, Iterator, Optional, Sequence
+from typing import Optional
 
-from npu_port.transpiler.core.rules import Rule
 from npu_port.transpiler.bulk.cache import SKIPPED, Cache, fingerprint
-from npu_port.transpiler.core.engine import CONVERTERS, Converted, Engine
-from npu_port.transpiler.bulk.executors import (DEFAULT_TIMEOUT, Executor, InlineExecutor, Job, ProcessExecutor,
-                                                default_jobs)
-from npu_port.transpiler.core.files import (NOT_REGULAR, ReadError, language_of, needs_head, printable, read_head,
-                                            source_text, too_large, walk)
-from npu_port.transpiler.output.progress import Reporter
-from npu_port.transpiler.core.report import FileOutcome, OutcomeLanguage, Status
-from npu_port.transpiler.core.settings import Settings
+from npu_port.transpiler.bulk.executors import (
+    DEFAULT_TIMEOUT,
+    Executor,
+    InlineExecutor,
+    Job,
+    ProcessExecutor,
+    default_jobs,
+)
 from npu_port.transpiler.bulk.worker import Result, Task, digest_of
+from npu_port.transpiler.core.engine import CONVERTERS, Converted, Engine
+from npu_port.transpiler.core.files import (
+    NOT_REGULAR,
+    ReadError,
+    language_of,
+    needs_head,
+    printable,
+    read_head,
+    source_text,
+    too_large,
+    walk,
+)
+from npu_port.transpiler.core.report import FileOutcome, OutcomeLanguage, Status
+from npu_port.transpiler.core.rules import Rule
+from npu_port.transpiler.core.settings import Settings
+from npu_port.transpiler.output.progress import Reporter
 
 
 @dataclass(frozen=True)

@@ -10,14 +10,21 @@ import hashlib
 import signal
 import sys
 import threading
+from collections.abc import Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
-from npu_port.transpiler.core.rules import Rule
 from npu_port.transpiler.core.engine import Engine
-from npu_port.transpiler.core.files import ReadError, bracket_depth_exceeds, python2_hint, read_source, too_deep_for_this_process
+from npu_port.transpiler.core.files import (
+    ReadError,
+    bracket_depth_exceeds,
+    python2_hint,
+    read_source,
+    too_deep_for_this_process,
+)
 from npu_port.transpiler.core.report import FileOutcome, Language
+from npu_port.transpiler.core.rules import Rule
 from npu_port.transpiler.core.settings import Settings
 
 

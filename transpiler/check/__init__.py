@@ -15,12 +15,12 @@ from pathlib import Path
 from typing import Optional
 
 from npu_port.transpiler.bulk.configured import discover_files, run_configured
+from npu_port.transpiler.bulk.runner import SourceFile
 from npu_port.transpiler.core.config import ProjectConfig
 from npu_port.transpiler.core.engine import Converted
 from npu_port.transpiler.core.registry import all_rules, select_rules
-from npu_port.transpiler.core.rules import Group
 from npu_port.transpiler.core.report import CheckReport, Edit, Finding
-from npu_port.transpiler.bulk.runner import SourceFile
+from npu_port.transpiler.core.rules import Group
 
 CHECK_GROUP: Group = "check"  # validators that always run in `check` (group "policy": when their setting is on)
 

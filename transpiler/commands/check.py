@@ -10,14 +10,21 @@ from pathlib import Path
 import click
 from rich.console import Console
 
-from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.check import run_check
 from npu_port.transpiler.commands._options import rule_options
 from npu_port.transpiler.commands.config import config_file_options, policy_options, resolve_config
-from npu_port.transpiler.output.formats import (OUTPUT_FORMATS, render_github, render_json, render_sarif, render_statistics,
-                                render_text, summary_path_ok, write_summary)
+from npu_port.transpiler.core.exit_codes import ExitCode
+from npu_port.transpiler.output.formats import (
+    OUTPUT_FORMATS,
+    render_github,
+    render_json,
+    render_sarif,
+    render_statistics,
+    render_text,
+    summary_path_ok,
+    write_summary,
+)
 from npu_port.transpiler.output.output_files import input_clash, write_by_rename
-
 
 
 @click.command()

@@ -13,25 +13,32 @@ from typing import Optional
 
 import click
 
-from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.bulk.cache import Cache, default_cache_dir
+from npu_port.transpiler.bulk.configured import discover_files, run_configured
+from npu_port.transpiler.bulk.git_copy import GitCopies
+from npu_port.transpiler.bulk.runner import RunConfig, SourceFile
+from npu_port.transpiler.bulk.worker import Task, convert_task
 from npu_port.transpiler.commands._bulk_options import bulk_options
 from npu_port.transpiler.commands._options import rule_options, runtime_env_option
 from npu_port.transpiler.commands.config import config_file_options, resolve_config, rules_file_option
-from npu_port.transpiler.bulk.configured import discover_files, run_configured
 from npu_port.transpiler.core.engine import Converted
-from npu_port.transpiler.core.files import (ReadError, atomic_copy, atomic_write, copy_link, holds, is_copy_of, is_within,
-                              read_source)
+from npu_port.transpiler.core.exit_codes import ExitCode
+from npu_port.transpiler.core.files import (
+    ReadError,
+    atomic_copy,
+    atomic_write,
+    copy_link,
+    holds,
+    is_copy_of,
+    is_within,
+    read_source,
+)
+from npu_port.transpiler.core.report import FileOutcome, findings_to_json
+from npu_port.transpiler.core.settings import Settings
 from npu_port.transpiler.output.formats import summary_path_ok, write_summary
-from npu_port.transpiler.bulk.git_copy import GitCopies
 from npu_port.transpiler.output.output_files import input_clash, same_file, why_unwritable, write_by_rename
 from npu_port.transpiler.output.progress import reporter_for
 from npu_port.transpiler.output.render import print_findings, print_summary, stderr_console, unified_diff
-from npu_port.transpiler.core.report import FileOutcome, findings_to_json
-from npu_port.transpiler.bulk.runner import RunConfig, SourceFile
-from npu_port.transpiler.core.settings import Settings
-from npu_port.transpiler.bulk.worker import Task, convert_task
-
 
 
 @click.command()

@@ -8,8 +8,8 @@ import click
 from rich.console import Console
 from rich.markdown import Markdown
 
-from npu_port.transpiler.output.rule_docs import rule_markdown, rule_sections
 from npu_port.transpiler.core.registry import all_rules
+from npu_port.transpiler.output.rule_docs import rule_markdown, rule_sections
 
 
 @click.command()

@@ -17,10 +17,10 @@ from typing import Any, Optional
 import click
 import yaml
 
-from npu_port.transpiler.output.output_files import write_data
 from npu_port.transpiler.core.files import ReadError, read_text
 from npu_port.transpiler.generate.render import render, schemas
 from npu_port.transpiler.generate.schema import Option, OptionError, Schema
+from npu_port.transpiler.output.output_files import write_data
 
 
 def _click_type(opt: Option) -> click.ParamType:

@@ -11,21 +11,21 @@ from typing import Optional
 
 import click
 
-from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.check import run_check
 from npu_port.transpiler.commands._options import runtime_env_option, split_csv
 from npu_port.transpiler.commands.standalone import _scripts_in
 from npu_port.transpiler.core.config import load_config
 from npu_port.transpiler.core.engine import Engine
-from npu_port.transpiler.output.output_files import why_unwritable, write_data
+from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.core.files import atomic_write
-from npu_port.transpiler.tables.mapping import available_targets
-from npu_port.transpiler.output.render import print_findings, stderr_console
 from npu_port.transpiler.core.report import FileOutcome, findings_to_json
 from npu_port.transpiler.core.settings import Settings
+from npu_port.transpiler.generate.weave import ADAPTERS, WeaveError, weave
+from npu_port.transpiler.output.output_files import why_unwritable, write_data
+from npu_port.transpiler.output.render import print_findings, stderr_console
 from npu_port.transpiler.standalone import StandaloneError, make_standalone
 from npu_port.transpiler.standalone.resolver import split_packages
-from npu_port.transpiler.generate.weave import ADAPTERS, WeaveError, weave
+from npu_port.transpiler.tables.mapping import available_targets
 
 _PROBLEMS_SHOWN = 5  # of a script that cannot be made standalone, on its one line
 

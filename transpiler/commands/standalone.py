@@ -8,18 +8,17 @@ from typing import Optional
 
 import click
 
-from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.commands._options import rule_options, split_csv
 from npu_port.transpiler.core.engine import Engine
-from npu_port.transpiler.output.output_files import why_unwritable
+from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.core.files import SKIP_DIRS, atomic_write, walk
 from npu_port.transpiler.core.registry import UnknownRuleError, select_rules
-from npu_port.transpiler.output.render import print_findings, stderr_console
 from npu_port.transpiler.core.report import FileOutcome
 from npu_port.transpiler.core.settings import Settings
+from npu_port.transpiler.output.output_files import why_unwritable
+from npu_port.transpiler.output.render import print_findings, stderr_console
 from npu_port.transpiler.standalone import StandaloneError, make_standalone
 from npu_port.transpiler.standalone.resolver import split_packages
-
 
 
 @click.command()

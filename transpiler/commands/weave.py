@@ -8,13 +8,13 @@ from typing import Any, Optional
 
 import click
 
-from npu_port.transpiler.commands.generate import schema_option, load_spec
-from npu_port.transpiler.output.output_files import write_data
+from npu_port.transpiler.commands.generate import load_spec, schema_option
 from npu_port.transpiler.core.files import ReadError, read_text
-from npu_port.transpiler.output.render import unified_diff
 from npu_port.transpiler.generate.render import schemas
 from npu_port.transpiler.generate.schema import OptionError
 from npu_port.transpiler.generate.weave import ADAPTERS, WeaveError, weave
+from npu_port.transpiler.output.output_files import write_data
+from npu_port.transpiler.output.render import unified_diff
 
 
 def _adapter_options(fn):

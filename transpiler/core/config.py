@@ -11,15 +11,16 @@ from __future__ import annotations
 import fnmatch
 import os
 import re
-import tomllib
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable, Iterable, Optional, Sequence
+from typing import Any, Optional
+
+import tomllib
 
 from npu_port.transpiler.core.files import ReadError, read_source, read_text
-from npu_port.transpiler.tables.mapping import available_targets
 from npu_port.transpiler.core.settings import Settings
-
+from npu_port.transpiler.tables.mapping import available_targets
 
 
 class ConfigError(ValueError):

@@ -3,15 +3,16 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional, Sequence
+from typing import Optional
 
-from npu_port.transpiler.core.rules import FileContext, Rule, RunOptions
 from npu_port.transpiler.analysis.source_facts import scan
 from npu_port.transpiler.core.files import ReadError, language_of, source_text
 from npu_port.transpiler.core.python_source import SourceError, convert_python
 from npu_port.transpiler.core.registry import select_rules
 from npu_port.transpiler.core.report import FileOutcome, Language, Status
+from npu_port.transpiler.core.rules import FileContext, Rule, RunOptions
 from npu_port.transpiler.core.settings import Settings
 
 

@@ -8,8 +8,9 @@ import re
 import shutil
 import stat
 import tempfile
+from collections.abc import Iterable, Iterator
 from pathlib import Path
-from typing import Iterable, Iterator, Optional
+from typing import Optional
 
 from npu_port.transpiler.core.report import Language
 

@@ -5,14 +5,15 @@ from __future__ import annotations
 import ast
 import warnings
 from collections import defaultdict
-from typing import Callable, Optional, Sequence
+from collections.abc import Callable, Sequence
+from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.core.rules import PythonContext, PythonRule, RunOptions, is_npu_guard, sibling_guards
 from npu_port.transpiler.core.cst_walk import transform
 from npu_port.transpiler.core.files import NUL_BYTES, decode_problem
 from npu_port.transpiler.core.report import Finding
+from npu_port.transpiler.core.rules import PythonContext, PythonRule, RunOptions, is_npu_guard, sibling_guards
 
 
 class SourceError(Exception):

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import importlib
 import pkgutil
-from functools import lru_cache
-from typing import Iterable
+from collections.abc import Iterable
+from functools import cache
 
 from npu_port import codemods
 from npu_port.transpiler.core.rules import GROUPS, RULE_LANGUAGES, SAFETY_LEVELS, Rule
@@ -30,7 +30,7 @@ def _check_definition(rule: type[Rule]) -> None:
                                       f"{value!r} is not one of {', '.join(allowed)}")
 
 
-@lru_cache(maxsize=None)
+@cache
 def all_rules() -> dict[str, type[Rule]]:
     found: dict[str, type[Rule]] = {}
     for info in pkgutil.iter_modules(codemods.__path__):

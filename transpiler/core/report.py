@@ -4,8 +4,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from typing import Iterable, Literal, get_args
+from typing import Literal, get_args
 
 from npu_port.transpiler.core.exit_codes import ExitCode
 

@@ -9,8 +9,9 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar, Literal, Optional, Sequence, get_args
+from typing import TYPE_CHECKING, ClassVar, Literal, Optional, get_args
 
 import libcst as cst
 
@@ -143,7 +144,7 @@ class Rule:
         return any(t in text for t in cls.TRIGGERS) or any(re.search(p, text) for p in cls.TRIGGER_PATTERNS)
 
     @classmethod
-    def scout(cls, facts: "SourceFacts", options: "RunOptions") -> bool:
+    def scout(cls, facts: SourceFacts, options: RunOptions) -> bool:
         """Python rules: False only if this rule can neither change nor report anything in a file with
         these facts (its code words and string literals, transpiler/analysis/source_facts.py). The engine
         does not parse a file no selected rule's scout wants. Must over-approximate: the tests run each

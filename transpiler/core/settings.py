@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from npu_port.transpiler.core.rules import RunOptions
 from npu_port.transpiler.core.files import DEFAULT_MAX_BYTES
+from npu_port.transpiler.core.rules import RunOptions
 
 # The run options that travel by name in Settings.options_extra (RunOptions' fields of the same names).
 RULE_OPTIONS = ("forbid", "rules_files")

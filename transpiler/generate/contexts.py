@@ -6,7 +6,8 @@ never disagree. Keys are VERL's own (ppo_trainer.yaml); `gpu` in a key name stay
 
 from __future__ import annotations
 
-from typing import Any, Callable, Mapping
+from collections.abc import Callable, Mapping
+from typing import Any
 
 Override = tuple[str, Any]
 

@@ -10,10 +10,11 @@ from __future__ import annotations
 
 import math
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 import jinja2
 import yaml
@@ -81,7 +82,7 @@ SAFE_FILTERS = {"py": python_literal, "yaml": yaml_scalar, "yaml_block": yaml_bl
                 "ident": identifier}
 
 
-@lru_cache(maxsize=None)
+@cache
 def environment() -> jinja2.Environment:
     root = resources.files("npu_port.skeletons")
     env = jinja2.Environment(
@@ -96,7 +97,7 @@ def environment() -> jinja2.Environment:
     return env
 
 
-@lru_cache(maxsize=None)
+@cache
 def schemas() -> dict[str, Schema]:
     root = resources.files("npu_port.skeletons")
     loaded: dict[str, Schema] = {}
@@ -108,7 +109,7 @@ def schemas() -> dict[str, Schema]:
     return loaded
 
 
-@lru_cache(maxsize=None)
+@cache
 def npu_env_vars() -> dict[str, str]:
     text = (resources.files("npu_port.skeletons") / "npu_env.yaml").read_text(encoding="utf-8")
     return {str(k): str(v) for k, v in yaml.safe_load(text)["env_vars"].items()}

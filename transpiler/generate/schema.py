@@ -10,8 +10,9 @@ from __future__ import annotations
 import keyword
 import math
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional
+from typing import Any, Optional
 
 TYPES = ("int", "float", "bool", "str", "choice", "identifier", "config_name")
 
@@ -196,7 +197,7 @@ class Schema:
         return values
 
 
-def parse_schema(data: Mapping[str, Any], parents: Mapping[str, "Schema"] = {}) -> Schema:
+def parse_schema(data: Mapping[str, Any], parents: Mapping[str, Schema] = {}) -> Schema:
     """Build a Schema from its YAML form; `extends` pulls in another kind's options first."""
     try:
         schema = Schema(kind=data["kind"], summary=data["summary"].strip(), template=data["template"],

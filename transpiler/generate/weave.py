@@ -10,8 +10,9 @@ that already carries the marker or the adapter classes comes back unchanged.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Mapping, Optional, Sequence, Union
+from typing import Any, Optional, Union
 
 import libcst as cst
 

@@ -10,8 +10,9 @@ from __future__ import annotations
 import html
 import json
 from collections import Counter, defaultdict
+from collections.abc import Iterable
 from pathlib import Path, PurePath
-from typing import Iterable, Optional
+from typing import Optional
 from urllib.parse import quote
 
 from rich.console import Console
@@ -20,8 +21,8 @@ from rich.table import Table
 from rich.text import Text
 
 from npu_port.transpiler import __version__
-from npu_port.transpiler.core.registry import all_rules
 from npu_port.transpiler.core.files import printable
+from npu_port.transpiler.core.registry import all_rules
 from npu_port.transpiler.core.report import CheckReport, Edit, FileOutcome, Finding, findings_to_json
 
 OUTPUT_FORMATS = ("text", "json", "sarif", "github")

@@ -17,13 +17,20 @@ import os
 import shutil
 import stat
 import tempfile
+from collections.abc import Callable, Iterable
 from pathlib import Path
-from typing import Callable, Iterable, Optional
+from typing import Optional
 
 import click
 
-from npu_port.transpiler.core.files import (TMP_SUFFIX, atomic_write, is_stream_output, language_of, needs_head,
-                                            read_head)
+from npu_port.transpiler.core.files import (
+    TMP_SUFFIX,
+    atomic_write,
+    is_stream_output,
+    language_of,
+    needs_head,
+    read_head,
+)
 
 SOURCE_LANGUAGES = ("python", "shell", "yaml", "cuda")
 

@@ -10,7 +10,8 @@ logging setup, seeding) are kept whenever their module is imported.
 from __future__ import annotations
 
 from collections import deque
-from typing import Iterable, Optional
+from collections.abc import Iterable
+from typing import Optional
 
 import libcst as cst
 
@@ -18,7 +19,15 @@ from npu_port.transpiler.analysis.imports import iter_scope_statements
 from npu_port.transpiler.standalone.errors import Problem
 from npu_port.transpiler.standalone.graph import ModuleInfo, ProjectImport, Ref, Statement, code_of, node_ids
 from npu_port.transpiler.standalone.symbols import (
-    Builtin, Dunder, ModRef, ModuleLoadError, Project, PublicStar, Sym, Target, Unresolved,
+    Builtin,
+    Dunder,
+    ModRef,
+    ModuleLoadError,
+    Project,
+    PublicStar,
+    Sym,
+    Target,
+    Unresolved,
 )
 
 SCRIPT = "__main__"
@@ -90,7 +99,7 @@ class Closure:
     def names_stripped(self, arg_source: str) -> Optional[str]:
         """The stripped package a dynamic import's argument names by a literal prefix, if any."""
         text = arg_source.lstrip("rRbBuUfF")
-        if not text[:1] in ("'", '"'):
+        if text[:1] not in ("'", '"'):
             return None
         body = text.strip("'\"")
         for pkg in self.project.resolver.packages:

@@ -8,9 +8,10 @@ use site, and is then renamed `<name>_<module>` (then `_2`, `_3`...), with every
 from __future__ import annotations
 
 import keyword
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable, Optional, Sequence
+from typing import Optional
 
 import libcst as cst
 

@@ -4,9 +4,10 @@ importing anything: the script's folder, each --path, then the working directory
 from __future__ import annotations
 
 import importlib.machinery
+from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable, Optional
+from typing import Optional
 
 _EXTENSION_SUFFIXES = tuple(importlib.machinery.EXTENSION_SUFFIXES) + (".so", ".pyd")
 

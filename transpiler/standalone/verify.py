@@ -6,7 +6,7 @@ Uses the same helpers as `npu-port check`, so both commands agree on what a forb
 from __future__ import annotations
 
 import ast
-from typing import Sequence
+from collections.abc import Sequence
 
 from npu_port.transpiler.analysis.import_policy import forbidden_imports, relative_imports
 from npu_port.transpiler.standalone.errors import Problem, StandaloneError

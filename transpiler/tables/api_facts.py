@@ -12,7 +12,7 @@ Rules use this to never emit a name the real package lacks. The snapshot is rege
 from __future__ import annotations
 
 import json
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Optional
 
@@ -162,7 +162,7 @@ def _normalise(package: str) -> str:
     return _PACKAGE_ALIASES.get(package, package)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load_cached(package: str, directory: str) -> ApiSnapshot:
     path = Path(directory) / f"{package}.json"
     if not path.is_file():

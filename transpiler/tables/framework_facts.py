@@ -6,7 +6,7 @@ Sources: ../shared/research/framework_ground_truth.md (vLLM 0.33 wheel, VERL HEA
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from collections.abc import Iterator
 
 # Names that hand ports invent by swapping gpu -> npu, with what the real frameworks use instead.
 INVENTED_NAMES = {

@@ -6,7 +6,7 @@ is none. A new accelerator is a new folder of tables, not new code.
 
 from __future__ import annotations
 
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from typing import Any
 
@@ -22,7 +22,7 @@ def available_targets() -> list[str]:
     return sorted(p.name for p in root.iterdir() if p.is_dir() and not p.name.startswith(("_", "api")))
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_table(target: str, name: str) -> Any:
     path = resources.files("npu_port.codemods") / "data" / target / f"{name}.yaml"
     try:

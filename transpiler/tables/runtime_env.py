@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import fnmatch
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Optional
 
@@ -61,7 +61,7 @@ def _names(value, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_profile(target: str, path: Optional[str] = None) -> RuntimeEnvProfile:
     """The target's profile, or the user's file (`--runtime-env`) with the missing keys from the target's."""
     builtin = load_table(target, "runtime_env")

@@ -18,7 +18,7 @@ import keyword
 import re
 import unicodedata
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -107,7 +107,7 @@ def builtin_table_names(target: str) -> list[str]:
     return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".yaml"))
 
 
-@lru_cache(maxsize=None)
+@cache
 def table_schema(target: str, name: str) -> TableSchema:
     try:
         doc = load_table(target, name)
@@ -177,7 +177,7 @@ def load_user_tables(path: str | Path, target: str) -> dict[str, list[dict[str, 
     return _load(str(Path(path).resolve()), target)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _load(path: str, target: str) -> dict[str, list[dict[str, str]]]:
     try:
         text = read_text(Path(path), MAX_RULES_BYTES, flag=None)  # no FIFO or device: they would block

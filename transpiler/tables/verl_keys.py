@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import difflib
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from typing import Optional
 
-from npu_port.transpiler.tables.framework_facts import INVENTED_NAMES
 from npu_port.transpiler.tables import api_facts
+from npu_port.transpiler.tables.framework_facts import INVENTED_NAMES
 
 TOP_SECTIONS_HINT = ("actor_rollout_ref", "trainer", "algorithm", "critic", "reward_model", "data")
 _OPEN_TYPES = ("null",)  # a key whose default is None may hold any structure
@@ -29,12 +29,12 @@ class UnknownKey:
     suggestions: tuple[str, ...]
 
 
-@lru_cache(maxsize=None)
+@cache
 def _keys(config: str) -> dict[str, str]:
     return api_facts.load("verl").config_keys(config)
 
 
-@lru_cache(maxsize=None)
+@cache
 def _children(config: str) -> dict[str, frozenset[str]]:
     out: dict[str, set[str]] = {}
     for key in _keys(config):

@@ -19,8 +19,9 @@ What is looked into, and what is not:
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Optional, Sequence
+from typing import Optional
 
 from npu_port.transpiler.core.python_source import SourceError
 from npu_port.transpiler.text.text_edits import Edit, ParsedTexts, SpanEditRule
@@ -66,7 +67,7 @@ class Word:
     start: int  # span in the file
     end: int
     value: Optional[str]  # the word after quote removal when it has no expansion, else None
-    array_items: list["Word"] = field(default_factory=list)  # for `name=(a b c)`
+    array_items: list[Word] = field(default_factory=list)  # for `name=(a b c)`
     local: tuple[int, int] = field(default=(0, 0), repr=False, compare=False)  # span in the lexed text
 
     @property
@@ -155,7 +156,7 @@ class Heredoc:
     body_end: int
     quoted: bool  # delimiter quoted: the body is taken literally
     is_shell: bool = False
-    lexer: Optional["_Lexer"] = field(default=None, repr=False, compare=False)
+    lexer: Optional[_Lexer] = field(default=None, repr=False, compare=False)
 
 
 def basename(value: str) -> str:

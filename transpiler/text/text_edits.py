@@ -11,8 +11,9 @@ from __future__ import annotations
 import bisect
 import difflib
 import weakref
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
-from typing import Any, Callable, ClassVar, Generic, Iterable, Optional, TypeVar
+from typing import Any, ClassVar, Generic, Optional, TypeVar
 
 from npu_port.transpiler.core.report import Severity
 from npu_port.transpiler.core.rules import FileContext, TextRule, silenced
@@ -115,7 +116,7 @@ class ParsedTexts(Generic[T]):
 
     def __init__(self, parse: Callable[[str], T]):
         self._parse = parse
-        self._cache: "weakref.WeakKeyDictionary[FileContext, tuple[str, T, Positions]]" = weakref.WeakKeyDictionary()
+        self._cache: weakref.WeakKeyDictionary[FileContext, tuple[str, T, Positions]] = weakref.WeakKeyDictionary()
 
     def __call__(self, ctx: FileContext, text: str) -> tuple[T, Positions]:
         hit = self._cache.get(ctx)
