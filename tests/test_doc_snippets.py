@@ -4,7 +4,6 @@ prose around them names only rules, options, pages and anchors that exist."""
 from __future__ import annotations
 
 import re
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import click
@@ -64,11 +63,33 @@ def test_render_marks_a_failing_command(tmp_path):
     assert "[exit code 1]" in out
 
 
+def test_scratch_files_go_to_a_private_folder_and_read_as_the_docs_name_them(tmp_path):
+    scratch = tmp_path / "scratch"
+    scratch.mkdir()
+    doc = ("<!-- run: touch /tmp/npu-port-docs/made -->\n```text\n```\n"
+           "<!-- run: ls /tmp/npu-port-docs -->\n```text\n```\n"
+           "<!-- run: echo /tmp/npu-port-docs/made -->\n```text\n```\n")
+    out = doc_snippets.render(doc, cwd=tmp_path, scratch=str(scratch))
+    assert (scratch / "made").is_file()
+    assert "```text\nmade\n```" in out and "```text\n/tmp/npu-port-docs/made\n```" in out
+    assert str(scratch) not in out
+
+
+@pytest.mark.parametrize("command", [
+    "npu-port convert fixtures/examples/torch_amp.input.py --diff",
+    "npu-port generate verl-train --help",  # the help's width
+    "npu-port check --no-such-option",  # a usage error: its words and exit code
+])
+def test_a_command_run_in_process_prints_what_the_console_script_prints(command, monkeypatch):
+    in_process = doc_snippets.run_command(command)
+    monkeypatch.setattr(doc_snippets, "_in_process", lambda args, cwd: None)
+    assert in_process == doc_snippets.run_command(command)
+
+
 def test_docs_and_readme_are_current():
-    # Pages are independent (each writes its own scratch files), so they render side by side; the
-    # commands inside one page run in order.
-    with ThreadPoolExecutor(max_workers=2) as pool:
-        rendered = dict(zip(PAGES, pool.map(lambda p: doc_snippets.render(p.read_text(encoding="utf-8")), PAGES)))
+    # The `npu-port` commands run in this process, one at a time; one scratch folder for the run, as
+    # one page may read what an earlier command wrote.
+    rendered = doc_snippets.render_pages(PAGES)
     stale = [str(p.relative_to(ROOT)) for p, text in rendered.items() if text != p.read_text(encoding="utf-8")]
     assert not stale, f"stale snippets in {stale}: run `python -m tools.doc_snippets --update docs README.md`"
     for path, text in rendered.items():
