@@ -35,8 +35,9 @@ import shutil
 import subprocess
 import sys
 import tempfile
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Iterator, Optional
+from typing import Optional
 
 ROOT = Path(__file__).resolve().parent.parent
 SCRATCH = "/tmp/npu-port-docs"  # as the docs name it
