@@ -137,6 +137,7 @@ def with_hazard_rule(monkeypatch):
     monkeypatch.setattr(registry, "all_rules", lambda: {**real, HazardRule.ID: HazardRule})
 
 
+@pytest.mark.slow  # waits out a hang's timeout
 @pytest.mark.parametrize("jobs", ["1", "2"])
 def test_a_crash_a_hang_and_a_rule_bug_cost_one_file_each(tmp_path, with_hazard_rule, jobs):
     src = tmp_path / "repo"

@@ -14,6 +14,7 @@ from npu_port.transpiler.cli import cli
 from npu_port.transpiler.core import registry
 
 ray = pytest.importorskip("ray")
+pytestmark = pytest.mark.slow  # a local Ray instance starts for the module
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -75,6 +75,7 @@ def test_scratch_files_go_to_a_private_folder_and_read_as_the_docs_name_them(tmp
     assert str(scratch) not in out
 
 
+@pytest.mark.slow  # each command also runs as a subprocess
 @pytest.mark.parametrize("command", [
     "npu-port convert fixtures/examples/torch_amp.input.py --diff",
     "npu-port generate verl-train --help",  # the help's width
@@ -86,6 +87,7 @@ def test_a_command_run_in_process_prints_what_the_console_script_prints(command,
     assert in_process == doc_snippets.run_command(command)
 
 
+@pytest.mark.slow  # every command of every page
 def test_docs_and_readme_are_current():
     # The `npu-port` commands run in this process, one at a time; one scratch folder for the run, as
     # one page may read what an earlier command wrote.

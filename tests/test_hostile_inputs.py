@@ -20,6 +20,7 @@ import pytest
 
 ROOT = Path(__file__).resolve().parent.parent
 EXIT_CODES = {0, 1, 2, 3}
+pytestmark = pytest.mark.slow  # each test runs a batch of cases in a child process
 BATCH_TIMEOUT_S = 600  # a hang detector only: the slowest batch takes seconds
 
 BILLION_LAUGHS = "".join(

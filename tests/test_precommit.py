@@ -73,6 +73,7 @@ def _local_config(repo: Path) -> None:
     (repo / ".pre-commit-config.yaml").write_text(yaml.safe_dump(config, sort_keys=False), encoding="utf-8")
 
 
+@pytest.mark.slow  # four pre-commit runs
 def test_hooks_as_local_system_hooks(repo, tmp_path):
     _local_config(repo)
     _git(repo, "add", "-A")
@@ -108,6 +109,8 @@ def _online() -> bool:
         return False
 
 
+@pytest.mark.slow
+@pytest.mark.network  # pip installs npu-port's dependencies from the package index
 def test_try_repo_installs_and_runs_the_hooks(repo, tmp_path):
     """The real thing: pre-commit builds the hooks' environment from this checkout with pip (one
     install, both hooks in one run)."""

@@ -4,6 +4,7 @@ random programs, with prefiltering off against on."""
 
 from __future__ import annotations
 
+import functools
 import re
 import sys
 
@@ -58,6 +59,7 @@ def test_prefilter_is_exact_on_known_sources(name, data):
     _assert_exact(name, data)
 
 
+@pytest.mark.slow  # every rule over every fixture
 def test_every_rule_alone_leaves_a_source_without_its_triggers_alone():
     for rule in RULES:
         engine = Engine(Settings(), rules=[rule], prefilter=False)
@@ -109,13 +111,21 @@ def _splice(parts: tuple[list[str], str, list[str]]) -> str:
     return "\n".join(before) + "\n" + body + ("" if body.endswith("\n") else "\n") + "\n".join(after) + "\n"
 
 
-def programs():
-    import hypothesmith  # building the grammar strategy is costly: once per test run
+@functools.cache
+def _grammar_programs() -> st.SearchStrategy[str]:
+    import hypothesmith  # building the grammar strategy takes seconds: once per run, when a test draws
 
+    return hypothesmith.from_grammar()
+
+
+def programs() -> st.SearchStrategy[str]:
+    """Random programs among CUDA snippets; the grammar is built when first drawn from, not when tests
+    are collected (here and in test_scout.py)."""
     snippets = st.lists(st.sampled_from(CUDA_SNIPPETS), max_size=4)
-    return st.tuples(snippets, hypothesmith.from_grammar(), snippets).map(_splice)
+    return st.tuples(snippets, st.deferred(lambda: _grammar_programs()), snippets).map(_splice)
 
 
+@pytest.mark.slow  # the first test to draw builds the grammar
 @pytest.mark.filterwarnings("ignore::SyntaxWarning")  # random programs call literals: `"a"()`
 @settings(max_examples=40, deadline=None, suppress_health_check=list(HealthCheck))
 @given(programs())

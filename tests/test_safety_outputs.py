@@ -118,6 +118,7 @@ def test_a_fifo_inside_an_output_tree_fails_that_file_and_blocks_nothing(work):
     assert ".npu()" in (work / "out" / "b.py").read_text()
 
 
+@pytest.mark.slow
 def test_deep_nesting_on_stdin_and_in_check_is_an_error_not_a_crash(work):
     (work / "chain.py").write_text(DEEP_CHAIN)
     proc = _cli("convert", "-", cwd=work, stdin=DEEP_CHAIN.encode())

@@ -189,6 +189,7 @@ def test_the_lexer_agrees_with_pythons_tokenizer_on_every_fixture():
         _check_lexer_against_tokenize(data.decode("utf-8"))
 
 
+@pytest.mark.slow  # random programs from the Python grammar (built once, by the first test to draw)
 @pytest.mark.filterwarnings("ignore::SyntaxWarning")
 @settings(max_examples=60, deadline=None, suppress_health_check=list(HealthCheck))
 @given(programs())

@@ -77,6 +77,7 @@ def _run(here: Path, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([*_cli(), *args], cwd=here, capture_output=True, text=True, env=env, timeout=300)
 
 
+@pytest.mark.slow  # the CLI as a subprocess, its workers importing 100+ planted names
 @pytest.mark.parametrize("args, code", [
     (["convert", "src", "--out", "out", "-j", "2", "--no-cache"], 0),
     (["convert", "src", "--check", "-j", "2"], 3),
@@ -93,6 +94,7 @@ def test_workers_import_nothing_from_the_current_folder_or_the_input_tree(plante
         assert ".npu()" in (here / "out" / "train_0.py").read_text()
 
 
+@pytest.mark.slow  # the CLI starts its own Ray instance
 def test_ray_workers_import_nothing_from_the_current_folder(planted):
     pytest.importorskip("ray")
     here, marks, _ = planted
