@@ -256,7 +256,7 @@ def config_schemas_doc() -> str:
     out += ["### MindSpeed-RL sections", "",
             "`npu-port check` does not read MindSpeed-RL configs (MindSpeed-RL runs on Ascend already; `convert` "
             "leaves its configs alone). The tests check every config `generate msrl-train` writes against these "
-            "sections with `transpiler/conformance.py`: a section or key MindSpeed-RL's config class lacks is an "
+            "sections with `tools/conformance.py`: a section or key MindSpeed-RL's config class lacks is an "
             "error, because `BaseConfig.update()` rejects it at start-up. `model` is accepted in every section "
             "(it selects the model config).", "",
             "| section | config class | keys |", "| --- | --- | ---: |"]
