@@ -17,7 +17,7 @@ from typing import Any, Optional
 import click
 import yaml
 
-from npu_port.transpiler.core.files import ReadError, read_text
+from npu_port.transpiler.core.files import ReadError, read_text, yaml_too_deep
 from npu_port.transpiler.generate.render import render, schemas
 from npu_port.transpiler.generate.schema import Option, OptionError, Schema
 from npu_port.transpiler.output.output_files import write_data
@@ -62,6 +62,8 @@ def load_spec(path: Path) -> dict[str, Any]:
     except ReadError as exc:
         raise click.UsageError(f"--from {path}: {exc}") from None
     try:
+        if what == "YAML" and yaml_too_deep(text):  # what PyYAML's parser finds only after seconds
+            raise RecursionError
         data = json.loads(text) if what == "JSON" else yaml.safe_load(text)
     except (ValueError, yaml.YAMLError) as exc:
         raise click.UsageError(f"--from {path}: not valid {what}: {_parse_problem(exc)}") from None

@@ -12,7 +12,7 @@ from typing import Optional
 
 import yaml
 
-from npu_port.transpiler.core.files import ReadError, read_text
+from npu_port.transpiler.core.files import ReadError, read_text, yaml_too_deep
 from npu_port.transpiler.tables.mapping import load_table
 from npu_port.transpiler.tables.user_tables import env_name_problem, text_problem
 
@@ -68,7 +68,10 @@ def load_profile(target: str, path: Optional[str] = None) -> RuntimeEnvProfile:
     data = builtin
     if path is not None:
         try:
-            data = yaml.safe_load(read_text(Path(path)))
+            text = read_text(Path(path))
+            if yaml_too_deep(text):  # what PyYAML's parser finds only after seconds
+                raise RecursionError
+            data = yaml.safe_load(text)
         except (ReadError, yaml.YAMLError, RecursionError) as exc:
             raise ProfileError(f"{path}: cannot read runtime_env profile: "
                                f"{'nested too deeply' if isinstance(exc, RecursionError) else exc}") from None

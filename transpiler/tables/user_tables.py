@@ -28,7 +28,7 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
 
-from npu_port.transpiler.core.files import DecodeError, ReadError, read_text
+from npu_port.transpiler.core.files import DecodeError, ReadError, read_text, yaml_too_deep
 from npu_port.transpiler.tables.mapping import MappingError, load_table
 
 MAX_RULES_BYTES = 5 * 1024 * 1024
@@ -155,6 +155,8 @@ class _Constructor(RoundTripConstructor):
 
 
 def _parse(text: str) -> Any:
+    if yaml_too_deep(text):  # what ruamel's parser finds only after seconds
+        raise RecursionError
     yaml = YAML(typ="rt")
     yaml.Constructor = _Constructor
     return yaml.load(text)
