@@ -66,7 +66,7 @@ def line_edits(before: str, after: str) -> dict[int, Edit]:
     return out
 
 
-def _fix_text(f: Finding, edit: Optional[Edit]) -> str:
+def fix_text(f: Finding, edit: Optional[Edit]) -> str:
     if f.fix:
         return f.fix
     if edit is None:
@@ -97,7 +97,7 @@ class _Collector:
         out = []
         for f in findings:
             edit = edits.get(f.line) if f.kind == "change" else None
-            g = as_check_finding(replace(f, fix=_fix_text(f, edit)) if f.kind == "change" else f)
+            g = as_check_finding(replace(f, fix=fix_text(f, edit)) if f.kind == "change" else f)
             if edit is not None:
                 self.edits[g] = edit
             out.append(g)
