@@ -111,8 +111,11 @@ def render(text: str, cwd: Path = ROOT, scratch: Optional[str] = None) -> str:
     def fill(m: re.Match) -> str:
         if m.group("kind") == "run":
             body = run_command(m.group("arg"), cwd, scratch)
-        else:
-            body = (cwd / m.group("arg")).read_text(encoding="utf-8")
+        else:  # a scratch file is read where this run wrote it, not a stale copy an earlier run left
+            arg = m.group("arg").replace(SCRATCH, scratch) if scratch else m.group("arg")
+            body = (cwd / arg).read_text(encoding="utf-8")
+            if scratch:
+                body = body.replace(scratch, SCRATCH)
         return m.group("head") + body + m.group("tail")
 
     return _BLOCK.sub(fill, text)
