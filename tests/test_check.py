@@ -161,9 +161,12 @@ def test_summary_markdown_and_html(fake_rules, gpu_file, tmp_path):
     md, page = tmp_path / "summary.md", tmp_path / "summary.html"
     run_cli("check", "--isolated", *FAKES, "--summary", str(md), str(gpu_file))
     text = md.read_text()
-    assert "## Files changed" in text and f"- `{gpu_file}`: 1 changes" in text
+    # check writes nothing: the summary says what would change, in the words convert --check uses
+    assert "1 would change;" in text and "## Files that would change" in text
+    assert f"- `{gpu_file}`: 1 changes" in text
     assert "| `test-cuda-sync` | 1 |" in text
     assert "### `test-triton`" in text and f"`{gpu_file}:2:1` warning" in text
     run_cli("convert", "--isolated", *FAKES, "--summary", str(page), "--diff", str(gpu_file))
     html = page.read_text()
     assert html.startswith("<!DOCTYPE html>") and "<code>test-cuda-sync</code></td><td>1</td>" in html
+    assert "<h2>Files that would change</h2>" in html  # --diff writes nothing either

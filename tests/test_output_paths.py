@@ -137,7 +137,16 @@ def test_an_existing_report_keeps_its_mode_and_a_stream_is_written_as_it_is(tree
 
 
 def test_a_report_that_cannot_be_written_is_an_error_not_a_traceback(tree):
-    r = run("convert", "--no-cache", "a.py", "--out", "out.py", "--report", "missing/report.json")
-    assert r.exit_code == 1 and "cannot write --report missing/report.json" in r.stderr
-    r = run("check", "--isolated", "a.py", "--summary", "missing/summary.md")
-    assert r.exit_code == 2 and "cannot write --summary missing/summary.md" in r.stderr
+    (tree / "plain.txt").write_text("a file, not a folder\n")
+    r = run("convert", "--no-cache", "a.py", "--out", "out.py", "--report", "plain.txt/report.json")
+    assert r.exit_code == 1
+    assert "cannot write --report plain.txt/report.json: plain.txt is a file, not a folder" in r.stderr
+    r = run("check", "--isolated", "a.py", "--summary", "plain.txt/summary.md")
+    assert r.exit_code == 2 and "cannot write --summary plain.txt/summary.md: plain.txt is a file" in r.stderr
+
+
+def test_missing_folders_above_a_report_are_created(tree):
+    r = run("convert", "--no-cache", "a.py", "--out", "out.py", "--report", "reports/ci/report.json")
+    assert r.exit_code == 0 and json.loads((tree / "reports/ci/report.json").read_text())["summary"]["files"] == 1
+    r = run("check", "--isolated", "a.py", "-o", "reports/check.txt", "--exit-zero")
+    assert r.exit_code == 0 and "a.py" in (tree / "reports/check.txt").read_text()

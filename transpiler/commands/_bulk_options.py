@@ -14,7 +14,7 @@ def bulk_options(fn):
     for deco in reversed([
         click.option("-j", "--jobs", type=click.IntRange(min=0), default=0,
                      help="Worker processes (0: one per CPU)."),
-        click.option("-q", "--quiet", is_flag=True, help="No progress and no summary; only errors on stderr."),
+        click.option("-q", "--quiet", is_flag=True, help="No progress, findings or summary; files that fail are still named on stderr."),
         click.option("--force", is_flag=True,
                      help="Write into a non-empty --out folder, or --in-place files git holds no copy of "
                           "(untracked, ignored, changed and not staged, outside git)."),

@@ -16,6 +16,7 @@ from npu_port.transpiler.commands.config import config_file_options, policy_opti
 from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.output.formats import (
     OUTPUT_FORMATS,
+    check_exit_code,
     render_github,
     render_json,
     render_sarif,
@@ -24,7 +25,7 @@ from npu_port.transpiler.output.formats import (
     summary_path_ok,
     write_summary,
 )
-from npu_port.transpiler.output.output_files import input_clash, write_by_rename
+from npu_port.transpiler.output.output_files import input_clash, why_unwritable, write_by_rename
 
 
 @click.command()
@@ -38,14 +39,18 @@ from npu_port.transpiler.output.output_files import input_clash, write_by_rename
 @click.option("--summary", "summary_path", type=click.Path(path_type=Path, dir_okay=False),
               help="Also write a pull-request summary (FILE.md or FILE.html); refused over an input, a link "
                    "there is replaced, not followed.")
-@click.option("-o", "--output-file", type=click.Path(path_type=Path, dir_okay=False),
+@click.option("-o", "--output", "output_file", type=click.Path(path_type=Path, dir_okay=False), metavar="FILE",
               help="Write the report there instead of stdout. Refused when it is (or links to) an input or a "
                    "source file under one; written by rename, so a link there is replaced, not followed.")
+@click.option("--output-file", "output_file_alias", type=click.Path(path_type=Path, dir_okay=False), hidden=True)
+@click.option("--exit-zero", is_flag=True,
+              help="Exit 0 even when errors are found (2 on a usage or internal error still).")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
               help="Worker processes (0: one per CPU).")
 @click.pass_context
 def check(ctx, paths, target, select, ignore, extras, forbid, no_relative, exclude, rules_files, strict,
-          config_file, isolated, output_format, statistics, summary_path, output_file, jobs):
+          config_file, isolated, output_format, statistics, summary_path, output_file, output_file_alias, exit_zero,
+          jobs):
     """Report what is not yet ported in PATHS, and what a port got wrong.
 
     \b
@@ -55,14 +60,19 @@ def check(ctx, paths, target, select, ignore, extras, forbid, no_relative, exclu
               --no-relative, forbidden and relative imports;
     warnings: constructs convert cannot port (custom CUDA kernels, triton, flash_attn, apex, ...).
 
-    Exit 0 without errors, 1 with errors (or warnings with --strict), 2 on a usage or internal error.
+    Exit 0 without errors, 1 with errors (or warnings with --strict; 0 with --exit-zero), 2 on a
+    usage or internal error.
     """
+    if output_file_alias is not None:  # the old spelling, kept working
+        if output_file is not None:
+            raise click.UsageError("give -o/--output once (--output-file is its old name)")
+        output_file = output_file_alias
     missing = [str(p) for p in paths if not p.exists() and not p.is_symlink()]
     if missing:
         raise click.UsageError(f"no such file or directory: {', '.join(missing)}")
     if not summary_path_ok(summary_path):
         raise click.UsageError("--summary takes a .md or .html file")
-    for option, dest in (("--summary", summary_path), ("--output-file", output_file)):
+    for option, dest in (("--summary", summary_path), ("--output", output_file)):
         what = input_clash(dest, paths) if dest is not None else None
         if what is not None:
             raise click.UsageError(f"{option} {dest} would overwrite {what}")
@@ -79,19 +89,19 @@ def check(ctx, paths, target, select, ignore, extras, forbid, no_relative, exclu
             buffer = io.StringIO()
             render_text(Console(file=buffer, highlight=False, soft_wrap=True), report, statistics=statistics,
                         strict=strict)
-            _write_file("--output-file", output_file, lambda p: p.write_text(buffer.getvalue(), encoding="utf-8"))
+            _write_file("--output", output_file, lambda p: p.write_text(buffer.getvalue(), encoding="utf-8"))
         else:
             render_text(Console(highlight=False, soft_wrap=True), report, statistics=statistics, strict=strict)
     else:
         if output_format == "json":
             text = render_json(report, command="check", target=config["target"], strict=strict,
-                               statistics=statistics)
+                               statistics=statistics, exit_zero=exit_zero)
         elif output_format == "sarif":
             text = render_sarif(report)
         else:
             text = render_github(report)
         if output_file:
-            _write_file("--output-file", output_file, lambda p: p.write_text(text, encoding="utf-8"))
+            _write_file("--output", output_file, lambda p: p.write_text(text, encoding="utf-8"))
         else:
             click.echo(text, nl=False)
         if statistics and output_format != "json":
@@ -99,13 +109,14 @@ def check(ctx, paths, target, select, ignore, extras, forbid, no_relative, exclu
     for o in report.internal_errors:
         click.echo(f"npu-port: {o.path}: {o.error}", err=True)
     if summary_path:
-        _write_file("--summary", summary_path, lambda p: write_summary(p, report.outcomes, title="npu-port check"))
-    sys.exit(report.exit_code(strict))
+        _write_file("--summary", summary_path,
+                    lambda p: write_summary(p, report.outcomes, title="npu-port check", dry_run=True))
+    sys.exit(check_exit_code(report, strict=strict, exit_zero=exit_zero))
 
 
 def _write_file(option: str, dest: Path, write) -> None:
     try:
         write_by_rename(dest, write)
     except OSError as exc:
-        click.echo(f"npu-port: cannot write {option} {dest}: {exc.strerror or exc}", err=True)
+        click.echo(f"npu-port: cannot write {option} {dest}: {why_unwritable(dest, exc)}", err=True)
         sys.exit(ExitCode.USAGE)

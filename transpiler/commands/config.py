@@ -46,13 +46,19 @@ def rules_file_option(fn):
                         help="A YAML file of custom mapping rows (the built-in tables' schema); repeatable.")(fn)
 
 
+def exclude_option(fn):
+    return click.option("--exclude", multiple=True, metavar="GLOB,...",
+                        help="Skip files matching these globs, also when named explicitly (replaces the "
+                             "configured exclude).")(fn)
+
+
 def policy_options(fn):
     """The flags of `check` that are settings too (they have config keys)."""
     for deco in reversed([
         click.option("--forbid", multiple=True, metavar="PKG,...",
                      help="Report imports of these packages as errors."),
         click.option("--no-relative", is_flag=True, help="Report relative imports as errors."),
-        click.option("--exclude", multiple=True, metavar="GLOB,...", help="Skip files matching these globs."),
+        exclude_option,
         rules_file_option,
         click.option("--strict", is_flag=True, help="Warnings count as errors for the exit code."),
     ]):

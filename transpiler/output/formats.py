@@ -21,6 +21,7 @@ from rich.table import Table
 from rich.text import Text
 
 from npu_port.transpiler import __version__
+from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.core.files import printable
 from npu_port.transpiler.core.registry import all_rules
 from npu_port.transpiler.core.report import CheckReport, Edit, FileOutcome, Finding, findings_to_json
@@ -91,10 +92,16 @@ def render_statistics(console: Console, findings: Iterable[Finding]) -> None:
     console.print(table)
 
 
+def check_exit_code(report: CheckReport, *, strict: bool = False, exit_zero: bool = False) -> ExitCode:
+    """`check`'s exit code; --exit-zero turns what was found into 0, never an internal error."""
+    code = report.exit_code(strict)
+    return ExitCode.OK if exit_zero and code == ExitCode.FAILED else code
+
+
 # -- JSON ----------------------------------------------------------------------------------------
 
 def render_json(report: CheckReport, *, command: str, target: str, strict: bool = False,
-                statistics: bool = False) -> str:
+                statistics: bool = False, exit_zero: bool = False) -> str:
     summary = {
         "command": command,
         "target": target,
@@ -103,12 +110,38 @@ def render_json(report: CheckReport, *, command: str, target: str, strict: bool 
         "errors": report.count("error"),
         "warnings": report.count("warning"),
         "infos": report.count("info"),
-        "exit_code": int(report.exit_code(strict)),
+        "exit_code": int(check_exit_code(report, strict=strict, exit_zero=exit_zero)),
     }
     if statistics:
         summary["statistics"] = [{k: r[k] for k in ("rule", "severity", "count", "fixable")}
                                  for r in statistics_rows(report.findings)]
     return findings_to_json(report.outcomes, **summary)
+
+
+def convert_summary(outcomes: list[FileOutcome], *, target: str, dry_run: bool, exit_code: int) -> dict:
+    """The `summary` of `convert --report`: the counts the text summary prints (see docs/report-schema.md)."""
+    status = Counter(o.status for o in outcomes)
+    per_rule = Counter(f.rule for o in outcomes for f in o.changes)
+    found = [f for o in outcomes for f in o.findings if f.kind == "finding"]
+    severity = Counter(f.severity for f in found)
+    return {
+        "command": "convert",
+        "target": target,
+        "dry_run": dry_run,
+        "files": len(outcomes),
+        "converted": status["converted"],
+        "unchanged": status["unchanged"],
+        "skipped": status["skipped"],
+        "copied": status["copied"],
+        "files_failed": status["failed"],
+        "changes": sum(per_rule.values()),
+        "changes_per_rule": dict(sorted(per_rule.items())),
+        "needs_human": sum(1 for f in found if f.severity != "info"),
+        "errors": severity["error"],
+        "warnings": severity["warning"],
+        "infos": severity["info"],
+        "exit_code": exit_code,
+    }
 
 
 # -- SARIF 2.1.0 ---------------------------------------------------------------------------------
@@ -234,14 +267,20 @@ def _md_cell(s: str) -> str:
     return s.replace("|", "\\|").replace("\n", " ")
 
 
-def render_markdown(outcomes: list[FileOutcome], *, title: str) -> str:
+def _changed_words(dry_run: bool) -> tuple[str, str]:
+    """How the summary line and heading name the changed files: nothing is written in a dry run."""
+    return ("would change", "Files that would change") if dry_run else ("changed", "Files changed")
+
+
+def render_markdown(outcomes: list[FileOutcome], *, title: str, dry_run: bool = False) -> str:
     s = _summary_sections(outcomes)
     changes = sum(s["per_rule"].values())
     needs = sum(len(v) for v in s["human"].values())
+    changed, heading = _changed_words(dry_run)
     out = [f"# {title}", "",
-           f"{len(outcomes)} files; {len(s['changed'])} changed; {changes} changes; "
+           f"{len(outcomes)} files; {len(s['changed'])} {changed}; {changes} changes; "
            f"{needs} findings need a human; {len(s['failed'])} files failed.", ""]
-    out += ["## Files changed", ""]
+    out += [f"## {heading}", ""]
     out += [f"- `{p}`: {n} changes" for p, n in s["changed"]] or ["None."]
     out += ["", "## Changes per rule", ""]
     if s["per_rule"]:
@@ -264,17 +303,18 @@ def render_markdown(outcomes: list[FileOutcome], *, title: str) -> str:
     return "\n".join(out).rstrip() + "\n"
 
 
-def render_html(outcomes: list[FileOutcome], *, title: str) -> str:
+def render_html(outcomes: list[FileOutcome], *, title: str, dry_run: bool = False) -> str:
     s = _summary_sections(outcomes)
     e = html.escape
     changes = sum(s["per_rule"].values())
     needs = sum(len(v) for v in s["human"].values())
+    changed, heading = _changed_words(dry_run)
     parts = [
         "<!DOCTYPE html>", f"<html><head><meta charset=\"utf-8\"><title>{e(title)}</title></head><body>",
         f"<h1>{e(title)}</h1>",
-        f"<p>{len(outcomes)} files; {len(s['changed'])} changed; {changes} changes; {needs} findings need a "
+        f"<p>{len(outcomes)} files; {len(s['changed'])} {changed}; {changes} changes; {needs} findings need a "
         f"human; {len(s['failed'])} files failed.</p>",
-        "<h2>Files changed</h2>",
+        f"<h2>{heading}</h2>",
     ]
     if s["changed"]:
         parts.append("<ul>" + "".join(f"<li><code>{e(p)}</code>: {n} changes</li>" for p, n in s["changed"])
@@ -304,12 +344,12 @@ def render_html(outcomes: list[FileOutcome], *, title: str) -> str:
     return "\n".join(parts) + "\n"
 
 
-def write_summary(path: Path, outcomes: list[FileOutcome], *, title: str) -> None:
-    """`--summary FILE.md|.html`: the format follows the suffix."""
+def write_summary(path: Path, outcomes: list[FileOutcome], *, title: str, dry_run: bool = False) -> None:
+    """`--summary FILE.md|.html`: the format follows the suffix; `dry_run` when nothing was written."""
     if path.suffix.lower() in (".html", ".htm"):
-        text = render_html(outcomes, title=title)
+        text = render_html(outcomes, title=title, dry_run=dry_run)
     else:
-        text = render_markdown(outcomes, title=title)
+        text = render_markdown(outcomes, title=title, dry_run=dry_run)
     path.write_text(printable(text), encoding="utf-8")
 
 

@@ -64,11 +64,13 @@ def input_clash(dest: Path, inputs: Iterable[Path]) -> Optional[str]:
 
 def write_by_rename(dest: Path, write: Callable[[Path], None]) -> None:
     """Have `write(path)` write the file at a temporary path with the same name, then rename it over
-    `dest` (a link there is replaced; an existing file keeps its mode). A stream gets `write(dest)`."""
+    `dest` (a link there is replaced; an existing file keeps its mode); missing folders above it are
+    created. A stream gets `write(dest)`."""
     if is_stream_output(dest):
         write(dest)
         return
     folder = dest.parent
+    folder.mkdir(parents=True, exist_ok=True)  # `--report out/r.json` before out/ exists, as ruff's -o
     tmp_dir = tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=TMP_SUFFIX + "dir", dir=folder)
     try:
         tmp = Path(tmp_dir) / dest.name  # the same name: a writer that goes by the suffix sees it

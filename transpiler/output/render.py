@@ -26,10 +26,15 @@ def unified_diff(path: str, before: bytes, after: bytes) -> str:
     return "".join(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n" for line in lines)
 
 
-def print_findings(console: Console, outcomes: Iterable[FileOutcome], show_changes: bool = False) -> None:
+def print_findings(console: Console, outcomes: Iterable[FileOutcome], show_changes: bool = False,
+                   quiet: bool = False) -> None:
+    """Each file that failed, and its findings (and changes with `show_changes`); `quiet` keeps only the
+    failures: -q hides what went well, never what went wrong."""
     for o in outcomes:
         if o.status == "failed":
             console.print(f"[bold red]error[/]: {escape(o.path)}: {escape(o.error)}")
+        if quiet:
+            continue
         for f in sorted(o.findings):
             if f.kind == "change" and not show_changes:
                 continue
@@ -40,15 +45,18 @@ def print_findings(console: Console, outcomes: Iterable[FileOutcome], show_chang
                           f"[bold]{f.rule}[/] {escape(f.message)}{tail}")
 
 
-def print_summary(console: Console, outcomes: list[FileOutcome], seconds: float) -> None:
+def print_summary(console: Console, outcomes: list[FileOutcome], seconds: float, dry_run: bool = False) -> None:
+    """The counts of a run; `dry_run` (--check, --diff: nothing written) says what would be converted."""
     status = Counter(o.status for o in outcomes)
     per_rule = Counter(f.rule for o in outcomes for f in o.findings if f.kind == "change")
     human = sum(1 for o in outcomes for f in o.findings if f.kind == "finding" and f.severity != "info")
+    converted, copied = ("would convert", "would copy") if dry_run else ("converted", "copied")
     console.print(
-        f"[bold]{len(outcomes)}[/] files: {status['converted']} converted, {status['unchanged']} unchanged, "
-        f"{status['skipped']} skipped by prefilter, {status['copied']} copied, "
+        f"[bold]{len(outcomes)}[/] files: {status['converted']} {converted}, {status['unchanged']} unchanged, "
+        f"{status['skipped']} skipped by prefilter, {status['copied']} {copied}, "
         f"[{'bold red' if status['failed'] else 'green'}]{status['failed']} failed[/]; "
-        f"{sum(per_rule.values())} changes, {human} findings need a human; {seconds:.2f}s"
+        f"{sum(per_rule.values())} changes{' to make' if dry_run else ''}, {human} findings need a human; "
+        f"{seconds:.2f}s"
     )
     if per_rule:
         console.print("changes per rule: " + ", ".join(f"{r} {n}" for r, n in sorted(per_rule.items())))

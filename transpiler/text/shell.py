@@ -51,6 +51,11 @@ class ShellSyntaxError(SourceError):
     pass
 
 
+# Files with a shell suffix that bash itself rejects are mostly templates (`<PLACEHOLDER>` tokens, jinja):
+# the error says how to leave one out instead of leaving the user to guess.
+NOT_A_SCRIPT_HINT = 'a template, not a script? leave it out with --exclude PATH or exclude = ["PATH"] in [tool.npu-port]'
+
+
 @dataclass
 class Param:
     """A parameter expansion `$NAME` / `${NAME...}`: the span is that of NAME only."""
@@ -207,7 +212,7 @@ class _Lexer:
 
     def error(self, message: str, i: int):
         line = self.script.text.count("\n", 0, self.o(min(i, len(self.text)))) + 1
-        raise ShellSyntaxError(f"shell syntax error at line {line}: {message}")
+        raise ShellSyntaxError(f"not valid bash: line {line}: {message} ({NOT_A_SCRIPT_HINT})")
 
     # -- command lists -------------------------------------------------------------------------
     def lex_all(self) -> None:
