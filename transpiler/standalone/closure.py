@@ -38,8 +38,9 @@ StmtKey = tuple[str, int]
 
 
 class Closure:
-    def __init__(self, project: Project, script: ModuleInfo):
+    def __init__(self, project: Project, script: ModuleInfo, stored_before: Optional[set[Sym]] = None):
         self.project = project
+        self.stored_before = stored_before if stored_before is not None else set(project.stored)
         self.script = script
         self.included: set[StmtKey] = set()
         self.needed: set[Sym] = set()
@@ -49,7 +50,9 @@ class Closure:
         self.problems: list[tuple[Problem, str, cst.CSTNode]] = []  # (problem, module, node at fault)
         self.builtins_used: set[str] = set()
         self.public_stars: set[StmtKey] = set()
+        self.stores: dict[StmtKey, list[Ref]] = {}  # statement -> its stores into another module's global
         self._pending: dict[Sym, list[StmtKey]] = {}
+        self.eager: set[str] = set()  # set by execution_order
         self._queue: deque[StmtKey] = deque()
 
     # -- driving ---------------------------------------------------------------------------------------
@@ -85,7 +88,7 @@ class Closure:
         for imp in st.imports:
             if imp.function_level or module == SCRIPT:
                 self._execute_import(module, imp)
-            if not imp.function_level and imp.local in info.mixed:
+            if self.becomes_assignment(module, imp):
                 target = self.project.resolve_import(imp)
                 self._depend(module, imp.node, imp.line, imp.col, _import_text(imp), target)
         for line, col, arg in st.dynamic_imports:
@@ -95,6 +98,14 @@ class Closure:
                 self._problem(module, call, line, col, code_of(call) if call is not None else arg,
                               f"dynamic import of the stripped package {pkg} cannot be resolved statically",
                               f"replace it with a plain `import` or `from {pkg}... import ...` statement")
+
+    def becomes_assignment(self, module: str, imp: ProjectImport) -> bool:
+        """A module-level import whose name the module must hold on its own: rebound there too (mixed), or
+        a copy of a global its module rebinds later."""
+        if imp.function_level or imp.kind == "star" or not imp.local:
+            return False
+        info = self.info(module)
+        return imp.local in info.mixed or self.project.snapshot_import(module, imp.local) is imp
 
     def names_stripped(self, arg_source: str) -> Optional[str]:
         """The stripped package a dynamic import's argument names by a literal prefix, if any."""
@@ -122,6 +133,9 @@ class Closure:
         else:
             target, used = self.project.resolve_chain(module, ref.name, ref.chain)
         self.targets[id(ref)] = (target, used)
+        if isinstance(target, Sym) and used and used == len(ref.chain) and ref.store_node is ref.chain_nodes[-1]:
+            self.stores.setdefault((module, st.index), []).append(ref)
+            self.project.stored.add(target)
         text = ".".join((ref.name,) + ref.chain[:used]) if used else ref.name
         self._depend(module, ref.node, ref.line, ref.col, text, target, ref)
 
@@ -153,8 +167,12 @@ class Closure:
         self.needed.add(sym)
         if sym.module == SCRIPT:
             return
-        for index in self.info(sym.module).local_bindings.get(sym.name, []):
+        info = self.info(sym.module)
+        for index in info.local_bindings.get(sym.name, []):
             self._include((sym.module, index))
+        snapshot = self.project.snapshot_import(sym.module, sym.name)
+        if snapshot is not None and sym.name not in info.local_bindings:
+            self._include((sym.module, statement_of_import(info, snapshot)))
         for key in self._pending.pop(sym, []):
             self._include(key)
 
@@ -289,15 +307,33 @@ class Closure:
                             visit(f"{imp.module}.{imp.attr}")
                 order[(name, st.index)] = len(order)
 
-        for st in self.script.statements:
-            for imp in st.imports:
+        for index in leading_statements(self.script):
+            for imp in self.script.statements[index].imports:
                 if not imp.type_checking:
                     visit(imp.module)
                     if imp.kind == "attr" and self.project.submodule_exists(imp.module, imp.attr or ""):
                         visit(f"{imp.module}.{imp.attr}")
+        # What the script's leading imports run: inlined at the top. The rest runs later (a function's import,
+        # an import after other statements), if at all.
+        self.eager = set(visited)
         for name in list(self.executed) + sorted({m for m, _ in self.included if m != SCRIPT}):
             visit(name)
         return order
+
+
+def leading_statements(script: ModuleInfo) -> list[int]:
+    """Indices of the script's docstring, __future__ imports and the import block right after them."""
+    out = []
+    for st in script.statements:
+        if st.kind in ("docstring", "future", "import") and (st.kind != "docstring" or st.index == 0):
+            out.append(st.index)
+        else:
+            break
+    return out
+
+
+def statement_of_import(info: ModuleInfo, imp: ProjectImport) -> int:
+    return next(st.index for st in info.statements if any(i is imp for i in st.imports))
 
 
 def _import_text(imp: ProjectImport) -> str:

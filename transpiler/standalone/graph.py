@@ -74,6 +74,11 @@ class Ref:
     string_inner: Optional[cst.CSTNode] = None  # the Name inside a parsed string annotation
     string_expr: Optional[cst.BaseExpression] = None  # that annotation, parsed
     shadow_names: frozenset[str] = frozenset()  # names bound in enclosing function scopes
+    # The attribute node of `chain` that is assigned or deleted (`cfg.DEBUG = True`), if any: a store into
+    # another module's global, which must stay a store into that one global once inlined.
+    store_node: Optional[cst.CSTNode] = None
+    # The innermost def or class around the read (None at module level): where a `global` goes.
+    scope_node: Optional[cst.CSTNode] = None
 
     @property
     def text(self) -> str:
@@ -108,6 +113,9 @@ class ModuleInfo:
     star_imports: list[tuple[int, Optional[ProjectImport], str]]  # (stmt, project import or None, module)
     all_names: Optional[tuple[str, ...]]  # static __all__, None when absent or not a literal
     mixed: set[str]  # names bound both by a project import and otherwise: each import becomes an assignment
+    # Module globals that functions rebind (`global _counter; _counter += 1`): an importer's
+    # `from m import _counter` holds its own snapshot, not the live value.
+    rebound: frozenset[str]
     future_annotations: bool
     positions: dict
     parents: dict
@@ -224,6 +232,7 @@ class ModuleAnalyzer:
         global_scope = next((s for s in set(scopes.values()) if isinstance(s, GlobalScope)), None)
         local_bindings: dict[str, list[int]] = {}
         alias_bindings: dict[str, list[ProjectImport]] = {}
+        rebound: set[str] = set()
         star_imports = []
         for st in stmts:
             for imp in st.imports:
@@ -250,6 +259,8 @@ class ModuleAnalyzer:
                     continue
                 st = stmts[idx]
                 st.binds.add(assignment.name)
+                if not isinstance(node, (cst.FunctionDef, cst.ClassDef)) and self._in_function(node):
+                    rebound.add(assignment.name)
                 if isinstance(node, cst.Name):
                     st.binding_nodes.append(node)
                 elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
@@ -274,7 +285,8 @@ class ModuleAnalyzer:
         all_names, _ = _static_all(module)
         future = any(_is_future(s.node) and "annotations" in code_of(s.node) for s in stmts)
         return ModuleInfo(self.name, self.path, self.package, module, stmts, local_bindings, alias_bindings,
-                          star_imports, all_names, mixed, future, self.positions, self.parents, nodes_of_stmt)
+                          star_imports, all_names, mixed, frozenset(rebound), future, self.positions,
+                          self.parents, nodes_of_stmt)
 
     # -- imports ---------------------------------------------------------------------------------------
 
@@ -450,8 +462,30 @@ class ModuleAnalyzer:
             cur = parent
             parent = self.parents.get(cur)
         line, col = self._pos(root)
+        store = chain_nodes[-1] if chain_nodes and self._is_store_target(chain_nodes[-1]) else None
         return Ref(name, root, tuple(chain), tuple(chain_nodes), line, col, local_import,
-                   shadow_names=_enclosing_local_names(scope))
+                   shadow_names=_enclosing_local_names(scope), store_node=store, scope_node=self._scope_of(root))
+
+    def _is_store_target(self, node: cst.CSTNode) -> bool:
+        """Whether `node` is what an assignment, augmented assignment, `del` or `for` stores into."""
+        cur, parent = node, self.parents.get(node)
+        while isinstance(parent, (cst.Element, cst.StarredElement, cst.Tuple, cst.List)):
+            cur, parent = parent, self.parents.get(parent)
+        if isinstance(parent, cst.AssignTarget):
+            return parent.target is cur
+        if isinstance(parent, (cst.AugAssign, cst.AnnAssign, cst.For, cst.CompFor)):
+            return parent.target is cur
+        if isinstance(parent, cst.Del):
+            return parent.target is cur
+        return False
+
+    def _scope_of(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
+        cur = self.parents.get(node)
+        while cur is not None:
+            if isinstance(cur, (cst.FunctionDef, cst.ClassDef)):
+                return cur
+            cur = self.parents.get(cur)
+        return None
 
     def _string_refs(self, node: cst.CSTNode) -> list[Ref]:
         """Names read by a string annotation such as "Config" or "Optional[cfg.Config]"."""

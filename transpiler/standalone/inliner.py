@@ -17,9 +17,17 @@ import libcst as cst
 
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.core.files import ReadError, read_text, too_deep_for_this_process
-from npu_port.transpiler.standalone.closure import SCRIPT, Closure
+from npu_port.transpiler.standalone.closure import SCRIPT, Closure, leading_statements
 from npu_port.transpiler.standalone.errors import Problem, StandaloneError
-from npu_port.transpiler.standalone.graph import ModuleAnalyzer, ModuleInfo, Ref, Statement, code_of
+from npu_port.transpiler.standalone.graph import (
+    ModuleAnalyzer,
+    ModuleInfo,
+    ProjectImport,
+    Ref,
+    Statement,
+    code_of,
+)
+from npu_port.transpiler.standalone.lazy import LazyPlan
 from npu_port.transpiler.standalone.resolver import SourceResolver
 from npu_port.transpiler.standalone.symbols import Dunder, Project, Sym, display_path
 from npu_port.transpiler.standalone.verify import verify_standalone
@@ -72,6 +80,10 @@ def make_standalone(script: Path, packages: Sequence[str], search_paths: Iterabl
     project.add_script(info)
     closure = Closure(project, info)
     closure.run()
+    while closure.project.stored - closure.stored_before:
+        # A store into another module's global (`cfg.X = 1`) found late: its importers' copies are separate.
+        closure = Closure(project, info, stored_before=set(project.stored))
+        closure.run()
     problems = [p for p, _, _ in closure.problems]
     if problems and not allow_unresolved:
         raise StandaloneError(problems)
@@ -98,13 +110,19 @@ class _Assembler:
         self.allow_unresolved = allow_unresolved
         self.order = closure.execution_order()
         self.keys = sorted((k for k in closure.included if k[0] != SCRIPT), key=lambda k: self.order[k])
+        self.plan = LazyPlan(closure, closure.eager)
         self.final: dict[Sym, str] = {}
+        self.loaders: dict[str, str] = {}  # deferred module -> its loader function
+        self.generated_assigns: set[int] = set()  # ids of the assignments that replace imports
 
     # -- names -----------------------------------------------------------------------------------------
 
     def _public_entries(self, module: str, st: Statement) -> list[_PublicImport]:
         out = []
+        project = {id(imp.node) for imp in st.imports}
         for small in st.node.body:
+            if id(small) in project:
+                continue  # a stripped package's import: inlined, never hoisted
             if isinstance(small, cst.Import):
                 for alias in small.names:
                     full = dotted_name(alias.name) or ""
@@ -123,17 +141,12 @@ class _Assembler:
         return out
 
     def _leading_script_imports(self) -> list[int]:
-        """Indices of the script's docstring, __future__ imports and the import block right after them."""
-        out = []
-        for st in self.script.statements:
-            if st.kind in ("docstring", "future", "import") and (st.kind != "docstring" or st.index == 0):
-                out.append(st.index)
-            else:
-                break
-        return out
+        return leading_statements(self.script)
 
     def _allocate(self) -> None:
         taken = set(self.script.local_bindings) | self.closure.builtins_used | set(keyword.kwlist)
+        taken |= {imp.local for st in self.script.statements for imp in st.imports
+                  if self.closure.becomes_assignment(SCRIPT, imp)}
         for sym in self.closure.needed:
             if sym.module == SCRIPT:
                 self.final[sym] = sym.name
@@ -169,14 +182,19 @@ class _Assembler:
         for module, index in self.keys:
             info = self.project.module(module)
             st = info.statements[index]
-            if st.kind == "import":
-                continue
-            for name in sorted(st.binds):
+            names = set() if st.kind == "import" else set(st.binds)
+            names |= {imp.local for imp in st.imports if self.closure.becomes_assignment(module, imp)}
+            for name in sorted(names):
                 sym = Sym(module, name)
                 if sym in self.final:
                     continue
                 self.final[sym] = self._free_name(sym, name, taken)
                 taken.add(self.final[sym])
+        for module in self._deferred_modules():
+            self.loaders[module] = _free_plain(f"_import_{module.replace('.', '_')}", taken)
+            taken.add(self.loaders[module])
+        self.flag = _free_plain("_lazy_imported", taken)
+        taken.add(self.flag)
 
     def _script_has(self, entry: _PublicImport, name: str) -> bool:
         for index in self._leading_script_imports():
@@ -255,10 +273,30 @@ class _Assembler:
                 if where == module and node is not None and id(node) in info.nodes_of_stmt[st.index]:
                     site = _statement_of(info, node)
                     replace[id(site)] = _raise_for(problem, site)
-        result = st.node.visit(_Replace(replace))
+        # `cfg.DEBUG = True` inside a function becomes `DEBUG = True`: declare it global there, so it stays a
+        # store into the one state of that module.
+        add_globals: dict[int, list[str]] = {}
+        for ref in self.closure.stores.get((module, st.index), []):
+            target, _ = self.closure.targets[id(ref)]
+            name = self.final.get(target, target.name) if isinstance(target, Sym) else None
+            if name and ref.scope_node is not None and name not in add_globals.setdefault(id(ref.scope_node), []):
+                add_globals[id(ref.scope_node)].append(name)
+        result = st.node.visit(_Replace(replace, add_globals))
         if isinstance(result, cst.RemovalSentinel):
             return None
         return result
+
+    def _loaded_by(self, imports: Iterable[ProjectImport]) -> list[str]:
+        """The deferred modules these imports run, in the order they run them."""
+        names: list[str] = []
+        for imp in imports:
+            names.extend(m for m in self.plan.import_triggers(imp) if m not in names)
+        # A package whose submodule's loader comes later needs no call of its own: that loader calls it.
+        return [m for i, m in enumerate(names) if not any(n.startswith(m + ".") for n in names[i + 1:])]
+
+    def _loader_calls(self, imports: Iterable[ProjectImport]) -> list[cst.BaseSmallStatement]:
+        """`_import_pkg_mod()` for each deferred module these imports run, in the order they run them."""
+        return [cst.Expr(cst.Call(cst.Name(self.loaders[m]))) for m in self._loaded_by(imports)]
 
     def _rewrite_imports(self, module: str, info: ModuleInfo, st: Statement, replace: dict,
                          module_renames: dict[str, str]) -> None:
@@ -269,23 +307,30 @@ class _Assembler:
             node = imps[0].node
             assigns = []
             for imp in imps:
-                if not imp.function_level and imp.local in info.mixed:
+                if self.closure.becomes_assignment(module, imp):
                     target = self.project.resolve_import(imp)
                     if isinstance(target, Sym):
                         local = self.final.get(Sym(module, imp.local), imp.local)
-                        assigns.append(cst.Assign([cst.AssignTarget(cst.Name(local))],
-                                                  cst.Name(self.final.get(target, target.name))))
+                        assign = cst.Assign([cst.AssignTarget(cst.Name(local))],
+                                            cst.Name(self.final.get(target, target.name)))
+                        self.generated_assigns.add(id(assign))
+                        assigns.append(assign)
+            calls = self._loader_calls(imps)  # none for an eager module
             keep = []
             if isinstance(node, cst.Import):
                 project_full = {imp.module for imp in imps} | {
                     imp.module for imp in imps if imp.kind == "module"}
                 keep = [a for a in node.names if (dotted_name(a.name) or "") not in project_full
                         and not self.project.resolver.is_stripped(dotted_name(a.name) or "")]
+            pieces: list[cst.BaseSmallStatement] = []
             if keep:
                 keep[-1] = keep[-1].with_changes(comma=cst.MaybeSentinel.DEFAULT)
-                replace[id(node)] = node.with_changes(names=keep)
-            elif assigns:
-                replace[id(node)] = _Several(assigns)
+                pieces.append(node.with_changes(names=keep))
+            pieces += calls + assigns
+            if len(pieces) == 1 and keep:
+                replace[id(node)] = pieces[0]
+            elif pieces:
+                replace[id(node)] = _Several(pieces)
             else:
                 replace[id(node)] = cst.RemovalSentinel.REMOVE
         # Public imports nested in module-level blocks keep their place; rename what they bind if needed.
@@ -309,8 +354,16 @@ class _Assembler:
         script = self.script
         leading = self._leading_script_imports()
         head: list[cst.BaseStatement] = []
+        after_body: list[cst.BaseSmallStatement] = []  # imports that became assignments need the inlined code
         for index in leading:
             new = self._rewrite(SCRIPT, script.statements[index])
+            if isinstance(new, cst.SimpleStatementLine):
+                moved = [s for s in new.body if id(s) in self.generated_assigns]
+                after_body += moved
+                new = new.with_changes(body=[s for s in new.body if id(s) not in self.generated_assigns]) \
+                    if moved else new
+                if not new.body:
+                    continue
             if new is not None:
                 head.append(new)
         if any(self.project.module(m).future_annotations for m, _ in self.keys) and not script.future_annotations:
@@ -330,6 +383,8 @@ class _Assembler:
         modules: list[str] = []
         previous = None
         for module, index in self.keys:
+            if module in self.plan.deferred:
+                continue
             info = self.project.module(module)
             st = info.statements[index]
             if st.kind == "import" and st.public_import:
@@ -342,12 +397,22 @@ class _Assembler:
                 modules.append(module)
                 previous = module
             body.append(new)
+        deferred = self._deferred_modules()
+        if deferred:
+            flag = cst.parse_statement(f"{self.flag} = set()\n")
+            body.append(_with_block_comment(flag, "# The original imports the modules below later (inside a "
+                                                  "function, or after other code): each runs there, once."))
+            for module in deferred:
+                body.append(_with_block_comment(self._loader(module), f"# from {module} (runs where imported)"))
+                modules.append(module)
         for key in sorted(self.closure.public_stars, key=lambda k: self.order.get(k, 0)):
             module, index = key
             star = self.project.module(module).statements[index].node
             head.append(star)
 
         rest: list[cst.BaseStatement] = []
+        if after_body:
+            rest.append(cst.SimpleStatementLine(after_body))
         for st in script.statements:
             if st.index in leading:
                 continue
@@ -360,6 +425,55 @@ class _Assembler:
             body[0] = body[0].with_changes(leading_lines=_strip_blank(body[0].leading_lines))
         module_node = script.module.with_changes(body=head + body + rest)
         return module_node.code, modules
+
+    def _deferred_modules(self) -> list[str]:
+        """Deferred modules with code to run, in the order the original first runs them."""
+        out: list[str] = []
+        for module, _ in self.keys:
+            if module in self.plan.deferred and module not in out:
+                out.append(module)
+        for module in self.plan.lazy:  # deferred only to run the loaders of the modules it imports
+            if module in self.plan.deferred and module not in out:
+                out.append(module)
+        return out
+
+    def _loader(self, module: str) -> cst.FunctionDef:
+        """`def _import_pkg_mod():` that runs the module's inlined code on its first call only."""
+        info = self.project.module(module)
+        body: list[cst.BaseStatement] = []
+        names: list[str] = []
+        parents = [m for m in self.plan.parent_triggers(module)]
+        ran = set(parents)  # loaders this one has surely called already: no need to call them again
+        for st in info.statements:
+            if (module, st.index) not in self.closure.included:
+                imports = [i for i in st.imports if not i.function_level]
+                calls = [c for c, m in zip(self._loader_calls(imports), self._loaded_by(imports)) if m not in ran]
+                ran.update(self._loaded_by(imports))
+                if calls:
+                    body.append(cst.SimpleStatementLine(calls))
+                continue
+            if st.kind == "import" and st.public_import:
+                continue
+            new = self._rewrite(module, st)
+            if new is None:
+                continue
+            body.append(new)
+            bound = set(st.binds) | {i.local for i in st.imports if self.closure.becomes_assignment(module, i)}
+            names += [self.final[Sym(module, n)] for n in sorted(bound) if Sym(module, n) in self.final]
+            for ref in self.closure.stores.get((module, st.index), []):
+                target, _ = self.closure.targets[id(ref)]
+                if ref.scope_node is None and isinstance(target, Sym):
+                    names.append(self.final.get(target, target.name))
+        key = f'"{module}"'
+        lines = [f"def {self.loaders[module]}():"]
+        lines += [f"    global {line}" for line in _wrapped(list(dict.fromkeys(names)), 100)]
+        lines += [f"    {self.loaders[p]}()  # its package first, as Python imports it" for p in parents]
+        lines += [f"    if {key} in {self.flag}:", "        return", f"    {self.flag}.add({key})"]
+        node = cst.parse_statement("\n".join(lines) + "\n")
+        assert isinstance(node, cst.FunctionDef) and isinstance(node.body, cst.IndentedBlock)
+        for i, stmt in enumerate(body):
+            body[i] = stmt.with_changes(leading_lines=_at_most_one_blank(stmt.leading_lines, first=i == 0))
+        return node.with_changes(body=node.body.with_changes(body=[*node.body.body, *body]))
 
     def _header_imports(self) -> list[cst.SimpleStatementLine]:
         lines: list[cst.SimpleStatementLine] = []
@@ -399,10 +513,14 @@ class _Several:
 class _Replace(cst.CSTTransformer):
     """Swaps nodes by identity; drops small statements marked for removal and keeps blocks non-empty."""
 
-    def __init__(self, replace: dict[int, object]):
+    def __init__(self, replace: dict[int, object], add_globals: Optional[dict[int, list[str]]] = None):
         self.replace = replace
+        self.add_globals = add_globals or {}
 
     def on_leave(self, original_node, updated_node):
+        names = self.add_globals.get(id(original_node))
+        if names:
+            updated_node = _with_global(updated_node, names)
         rep = self.replace.get(id(original_node))
         if rep is not None:
             if isinstance(rep, _Several):
@@ -422,6 +540,32 @@ class _Replace(cst.CSTTransformer):
                         *updated_node.body[1:]]
                 return updated_node.with_changes(body=body)
         return updated_node
+
+
+def _with_global(node, names: list[str]):
+    """A def or class whose body starts (after its docstring) with `global names`."""
+    stmt = cst.Global([cst.NameItem(cst.Name(n)) for n in names])
+    body = node.body
+    if isinstance(body, cst.SimpleStatementSuite):
+        return node.with_changes(body=body.with_changes(body=[stmt, *body.body]))
+    at = 1 if body.body and _is_docstring_line(body.body[0]) else 0
+    lines = list(body.body)
+    lines.insert(at, cst.SimpleStatementLine([stmt]))
+    return node.with_changes(body=body.with_changes(body=lines))
+
+
+def _is_docstring_line(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and len(stmt.body) == 1 \
+        and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, (cst.SimpleString,
+                                                                                   cst.ConcatenatedString))
+
+
+def _free_plain(name: str, taken: set[str]) -> str:
+    candidate, n = name, 1
+    while candidate in taken:
+        n += 1
+        candidate = f"{name}_{n}"
+    return candidate
 
 
 def _global_names(node: cst.CSTNode) -> list[cst.Name]:
@@ -471,6 +615,27 @@ def _raise_for(problem: Problem, site: cst.CSTNode):
     if isinstance(site, cst.BaseSmallStatement):
         return stmt
     return cst.SimpleStatementLine([stmt], leading_lines=getattr(site, "leading_lines", ()))
+
+
+def _wrapped(names: list[str], width: int) -> list[str]:
+    """`a, b, c` split into lines of at most `width` characters (a `global` statement cannot wrap)."""
+    lines: list[str] = []
+    for name in names:
+        if lines and len(lines[-1]) + len(name) + 2 <= width:
+            lines[-1] += f", {name}"
+        else:
+            lines.append(name)
+    return lines
+
+
+def _at_most_one_blank(lines: Sequence[cst.EmptyLine], first: bool) -> list[cst.EmptyLine]:
+    """Inside a loader: comments kept, runs of blank lines cut to one (none before the first statement)."""
+    out: list[cst.EmptyLine] = []
+    for line in lines:
+        if line.comment is None and (not out and first or out and out[-1].comment is None):
+            continue
+        out.append(line if line.comment is not None else cst.EmptyLine(indent=False))
+    return out
 
 
 def _strip_blank(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:

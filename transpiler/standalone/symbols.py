@@ -79,6 +79,8 @@ class Project:
         self.resolver = resolver
         self.modules: dict[str, ModuleInfo] = {}
         self._errors: dict[str, ModuleLoadError] = {}
+        # Globals that code assigns from outside their module (`cfg.DEBUG = True`), found by the closure.
+        self.stored: set[Sym] = set()
 
     def add_script(self, info: ModuleInfo) -> None:
         self.modules[info.name] = info
@@ -129,6 +131,31 @@ class Project:
         except Exception as exc:  # LibCST parser errors
             raise ModuleLoadError(f"cannot parse {display_path(src.path)}: {exc}") from None
 
+    def is_rebound(self, sym: Sym) -> bool:
+        """Whether the global `sym` gets a new value after its module ran (a function's `global`, or a store
+        from outside such as `cfg.DEBUG = True`)."""
+        if sym in self.stored:
+            return True
+        try:
+            return sym.name in self.module(sym.module).rebound
+        except ModuleLoadError:
+            return False
+
+    def snapshot_import(self, module: str, name: str):
+        """The module-level `from m import name` that gives `module` its own copy of a rebound global."""
+        try:
+            info = self.module(module)
+        except ModuleLoadError:
+            return None
+        aliases = info.alias_bindings.get(name)
+        if not aliases or len({a.target for a in aliases}) > 1:
+            return None
+        imp = aliases[0]
+        if imp.kind != "attr" or _is_self_import(module, imp):
+            return None
+        target = self.resolve_attr(imp.module, imp.attr)
+        return imp if isinstance(target, Sym) and self.is_rebound(target) else None
+
     def submodule_exists(self, module: str, attr: str) -> bool:
         return self.resolver.find(f"{module}.{attr}") is not None
 
@@ -168,7 +195,10 @@ class Project:
                 return ModRef(imp.module)
             if _is_self_import(module, imp):
                 return ModRef(f"{module}.{imp.attr}")
-            return self.resolve_attr(imp.module, imp.attr, seen)
+            target = self.resolve_attr(imp.module, imp.attr, seen)
+            if isinstance(target, Sym) and self.is_rebound(target):
+                return Sym(module, name)  # `from m import x` copies x; m rebinds it later: one state each
+            return target
         for stmt, imp, star_module in reversed(info.star_imports):
             if imp is None:
                 return PublicStar(module, stmt)
