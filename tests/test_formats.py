@@ -117,3 +117,22 @@ def test_output_file(fake_rules, project, tmp_path):
                                       str(project / "train.py")], catch_exceptions=False)
     assert result.exit_code == 1 and result.stdout == ""
     assert json.loads(target.read_text())["version"] == "2.1.0"
+
+
+def test_convert_report_has_the_text_summarys_counts_and_every_fix(fake_rules, project, tmp_path):
+    (project / "bad.py").write_text("import torch\ndef (:\n    torch.cuda.synchronize()\n", encoding="utf-8")
+    report = tmp_path / "report.json"
+    result = CliRunner().invoke(cli, ["convert", "--isolated", "--select", "test-cuda-sync,test-triton", "--no-cache",
+                                      str(project), "--check", "--report", str(report)], catch_exceptions=False)
+    doc = json.loads(report.read_text())
+    summary, findings = doc["summary"], doc["findings"]
+    documented = (DOCS / "report-schema.md").read_text(encoding="utf-8")
+    for key in summary:
+        assert f"`{key}`" in documented, f"summary key {key} is not documented"
+    assert summary["exit_code"] == result.exit_code == 1  # bad.py
+    assert summary["files"] == 5 and summary["files_failed"] == len(doc["errors"]) == 1
+    changes = [f for f in findings if f["kind"] == "change"]
+    assert summary["changes"] == len(changes) == sum(summary["changes_per_rule"].values()) > 0
+    assert summary["warnings"] == sum(f["kind"] == "finding" and f["severity"] == "warning" for f in findings)
+    assert all(f["fix"] == "becomes: torch.npu.synchronize()" for f in changes)
+    assert f"{summary['converted']} would convert" in result.stderr
