@@ -1,5 +1,6 @@
 """The `npu-port standalone` command: errors name the construct and line, exit 1 and write nothing;
---allow-unresolved, folders, --convert and the pipe into `convert -`."""
+--allow-unresolved, folders, --convert, the pipe into `convert -`, -o/--output and a script with nothing
+to inline."""
 
 from __future__ import annotations
 
@@ -73,7 +74,7 @@ def test_allow_unresolved_writes_a_raise_at_the_use_site(tmp_path):
 
 def test_folder_mode_mirrors_every_script_and_skips_the_packages(tmp_path):
     out = tmp_path / "out"
-    result = _invoke(PROJECT, *BASE, "--out", out, "-q")
+    result = _invoke(PROJECT, *BASE, "-o", out, "-q")
     assert result.exit_code == 1  # the error scripts fail, the others are written
     written = sorted(p.relative_to(out).as_posix() for p in out.rglob("*.py"))
     assert written == sorted(f"scripts/{p.name}" for p in (PROJECT / "scripts").glob("*.py"))
@@ -83,7 +84,7 @@ def test_folder_mode_mirrors_every_script_and_skips_the_packages(tmp_path):
 
 def test_folder_mode_needs_out():
     result = _invoke(PROJECT / "scripts", *BASE)
-    assert result.exit_code == 2 and "needs --out" in result.stderr
+    assert result.exit_code == 2 and "needs -o/--output OUT_DIR" in result.stderr
 
 
 def test_sources_found_in_the_working_directory(tmp_path, monkeypatch):
@@ -107,3 +108,62 @@ def test_convert_flag_and_pipe_into_convert(tmp_path):
     assert piped.stdout == flagged.stdout
     bad = _invoke(script, *BASE, "--convert", "--select", "no-such-rule")
     assert bad.exit_code == 2
+
+
+def test_output_flag_is_o_or_output_and_the_old_out_still_works(tmp_path):
+    script = PROJECT / "scripts" / "s01_from_import.py"
+    written = {}
+    for flag in ("-o", "--output", "--out"):
+        dest = tmp_path / f"{flag.strip('-')}.py"
+        result = _invoke(script, *BASE, flag, dest)
+        assert result.exit_code == 0, result.stderr
+        assert f"-> {dest}" in result.stderr
+        written[flag] = dest.read_text()
+    assert written["-o"] == written["--output"] == written["--out"] == _invoke(script, *BASE).stdout
+    clash = _invoke(script, *BASE, "-o", tmp_path / "a.py", "--out", tmp_path / "b.py")
+    assert clash.exit_code == 2 and "give -o/--output once" in clash.stderr
+    assert not (tmp_path / "a.py").exists() and not (tmp_path / "b.py").exists()
+
+
+def test_help_names_the_output_flag_and_hides_the_old_spelling():
+    text = _invoke("--help").output
+    assert "-o, --output FILE" in text
+    assert "--out " not in text and "--out\n" not in text
+    assert "runs on first use" in text
+
+
+def test_a_script_that_imports_nothing_stripped_says_nothing_was_inlined(tmp_path):
+    script = tmp_path / "plain.py"
+    script.write_text("import os\n\nprint(os.sep)\n", encoding="utf-8")
+    dest = tmp_path / "out.py"
+    result = _invoke(script, "--strip", "agentic_rl", "-o", dest)
+    assert result.exit_code == 0
+    assert f"plain.py: imports nothing from agentic_rl: nothing inlined, copied unchanged -> {dest}" \
+        in result.stderr
+    assert dest.read_text() == script.read_text()
+    # To stdout the copy is the whole stdout; the message stays on stderr, and -q hides it.
+    piped = _invoke(script, "--strip", "agentic_rl,opencode")
+    assert piped.stdout == script.read_text()
+    assert "imports nothing from agentic_rl, opencode: nothing inlined" in piped.stderr
+    assert "nothing inlined" not in _invoke(script, "--strip", "agentic_rl", "-q").stderr
+
+
+def test_an_unused_stripped_import_is_removed_and_said(tmp_path):
+    script = tmp_path / "unused.py"
+    script.write_text("import agentic_rl.config  # noqa: F401\n\nprint(1)\n", encoding="utf-8")
+    result = _invoke(script, *BASE)
+    assert result.exit_code == 0
+    assert "uses nothing from agentic_rl, opencode: nothing inlined, its imports removed" in result.stderr
+    assert "agentic_rl" not in result.stdout
+
+
+def test_folder_summary_counts_scripts_with_nothing_to_inline(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "plain.py").write_text("print(1)\n", encoding="utf-8")
+    (src / "uses.py").write_text("from agentic_rl.config import LR\nprint(LR)\n", encoding="utf-8")
+    result = _invoke(src, *BASE, "-o", tmp_path / "out")
+    assert result.exit_code == 0, result.stderr
+    assert "2 scripts: 2 written (1 with nothing to inline from agentic_rl, opencode), 0 failed" in result.stderr
+    assert "plain.py: imports nothing" not in result.stderr  # one line for the folder, not one per script
+    assert (tmp_path / "out" / "plain.py").read_text() == "print(1)\n"

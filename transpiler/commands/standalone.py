@@ -29,21 +29,28 @@ from npu_port.transpiler.standalone.resolver import split_packages
               type=click.Path(path_type=Path, exists=True, file_okay=False),
               help="Another folder that holds the stripped packages (searched after the script's folder, "
                    "before the working directory).")
-@click.option("-o", "--out", type=click.Path(path_type=Path),
+@click.option("-o", "--output", "out", type=click.Path(path_type=Path), metavar="FILE",
               help="The file to write (default: stdout); for a folder SOURCE, the folder to mirror into.")
+# The spelling before -o/--output; kept so existing scripts and CI jobs still work.
+@click.option("--out", "out_alias", type=click.Path(path_type=Path), hidden=True)
 @click.option("--allow-unresolved", is_flag=True,
               help="Write the script even when something cannot be resolved: report it and raise at that spot.")
 @click.option("--convert", "run_convert", is_flag=True,
               help="Also run the convert rules (see --target, --select...) on the result.")
 @rule_options
 @click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
-def standalone(source, strip, search_paths, out, allow_unresolved, run_convert, target, select, ignore,
-               extras, quiet):
+def standalone(source, strip, search_paths, out, out_alias, allow_unresolved, run_convert, target, select,
+               ignore, extras, quiet):
     """Inline into SOURCE every definition it uses from the --strip packages.
 
-    The result imports only public packages. SOURCE may be a folder: every script in it is made
-    standalone into --out. Nothing is written for a script that has an unresolved construct.
+    The result imports only public packages and behaves as the original: import-time effects run in the
+    same order, a module the original imports inside a function runs on first use, and each module keeps
+    its own globals. SOURCE may be a folder: every script in it is made standalone into -o DIR. Nothing is
+    written for a script that has an unresolved construct.
     """
+    if out is not None and out_alias is not None and out != out_alias:
+        raise click.UsageError("give -o/--output once (--out is its old name)")
+    out = out if out is not None else out_alias
     packages = split_packages(split_csv(strip))
     engine = None
     if run_convert:
@@ -57,17 +64,18 @@ def standalone(source, strip, search_paths, out, allow_unresolved, run_convert, 
     errors = stderr_console(False)
     if source.is_dir():
         if out is None:
-            raise click.UsageError("a folder SOURCE needs --out OUT_DIR")
+            raise click.UsageError("a folder SOURCE needs -o/--output OUT_DIR")
         jobs = [(path, out / path.relative_to(source)) for path in _scripts_in(source, packages)]
     else:
         dest = out / source.name if out is not None and out.is_dir() else out
         jobs = [(source, dest)]
-    failed = 0
-    for path, dest in jobs:
-        if not _one(path, dest, packages, list(search_paths), allow_unresolved, engine, console, errors):
-            failed += 1
-    if len(jobs) > 1:
-        console.print(f"{len(jobs)} scripts: {len(jobs) - failed} written, {failed} failed")
+    outcomes = [_one(path, dest, packages, list(search_paths), allow_unresolved, engine, console, errors,
+                     source.is_dir()) for path, dest in jobs]
+    failed = outcomes.count("failed")
+    if source.is_dir():
+        unchanged = outcomes.count("unchanged")
+        tail = f" ({unchanged} with nothing to inline from {', '.join(packages)})" if unchanged else ""
+        console.print(f"{len(jobs)} scripts: {len(jobs) - failed} written{tail}, {failed} failed")
     sys.exit(ExitCode.FAILED if failed else ExitCode.OK)
 
 
@@ -83,20 +91,21 @@ def _scripts_in(folder: Path, packages: tuple[str, ...]) -> list[Path]:
 
 
 def _one(path: Path, dest: Optional[Path], packages, search_paths, allow_unresolved, engine, console,
-         errors) -> bool:
+         errors, folder: bool) -> str:
+    """Make one script standalone: "inlined", "unchanged" (nothing to inline) or "failed"."""
     try:
         result = make_standalone(path, packages, search_paths, allow_unresolved)
     except StandaloneError as exc:
         for problem in exc.problems:
             errors.print(problem.render(), markup=False, highlight=False)
         errors.print(f"{path}: nothing written", markup=False)
-        return False
+        return "failed"
     except (OSError, UnicodeDecodeError) as exc:
         errors.print(f"error: {path}: cannot read: {exc}", markup=False)
-        return False
+        return "failed"
     except (RecursionError, ValueError) as exc:  # a pathological file must not end a folder run
         errors.print(f"error: {path}: cannot process: {type(exc).__name__}: {exc}", markup=False)
-        return False
+        return "failed"
     data = result.code.encode("utf-8")
     outcome = FileOutcome(str(path), "converted" if result.changed else "unchanged",
                           [p.to_finding() for p in result.findings])
@@ -104,7 +113,7 @@ def _one(path: Path, dest: Optional[Path], packages, search_paths, allow_unresol
         converted = engine.convert(data, str(path), "python")
         if converted.outcome.status == "failed":
             errors.print(f"error: {path}: convert failed: {converted.outcome.error}", markup=False)
-            return False
+            return "failed"
         outcome.findings.extend(converted.outcome.findings)
         data = converted.output if converted.output is not None else data
         console.print(f"{path}: convert made {len(converted.outcome.changes)} changes", markup=False)
@@ -117,9 +126,16 @@ def _one(path: Path, dest: Optional[Path], packages, search_paths, allow_unresol
             atomic_write(dest, data, path.stat().st_mode & 0o7777)
         except OSError as exc:
             errors.print(f"error: {path}: cannot write {dest}: {why_unwritable(dest, exc)}", markup=False)
-            return False
+            return "failed"
     if result.modules:
         count = len(result.modules)
         console.print(f"{path}: inlined {count} module{'s' if count > 1 else ''} ({', '.join(result.modules)})"
                       + (f" -> {dest}" if dest else ""), markup=False)
-    return True
+        return "inlined"
+    if not folder:
+        # Usually a misspelt --strip or the wrong script: say so rather than write a copy without a word.
+        pkgs = ", ".join(packages)
+        what = f"imports nothing from {pkgs}: nothing inlined, copied unchanged" if not result.changed \
+            else f"uses nothing from {pkgs}: nothing inlined, its imports removed"
+        console.print(f"{path}: {what}" + (f" -> {dest}" if dest else ""), markup=False)
+    return "unchanged"
