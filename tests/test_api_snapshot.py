@@ -4,6 +4,7 @@ Only the committed JSON and tiny wheels built in tmp_path are read: no network, 
 """
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import textwrap
@@ -14,6 +15,7 @@ import pytest
 
 from npu_port.transpiler.tables import api_facts
 from tools import api_snapshot as snap
+from tools import torch_npu_exports
 
 EXPECTED_VERSIONS = {
     "torch_npu": "2.14.0",
@@ -105,6 +107,20 @@ def test_torch_npu_names():
     params = [p["name"] for p in torch_npu.signature("torch_npu.npu_fusion_attention")]
     assert params[:5] == ["query", "key", "value", "head_num", "input_layout"]
     assert {"keep_prob", "scale", "atten_mask", "sparse_mode"} <= set(params)
+
+
+def test_torch_npu_names_bound_at_import():
+    """What torch_npu sets on itself while importing is in the snapshot (vllm-ascend uses all of these)."""
+    torch_npu = api_facts.load("torch_npu")
+    for name in ("_C", "__version__", "multiprocessing", "_inductor", "float8_e8m0fnu", "float4_e2m1fn_x2",
+                 "hifloat8", "bfloat16", "_npu_paged_attention", "_npu_flash_attention_unpad", "Format", "atb",
+                 "ParallelStore"):
+        assert torch_npu.has("torch_npu", name), name
+    for name in ("get_soc_version", "_launch_host_func", "_subscribe_report"):
+        assert torch_npu.has("torch.npu", name), name
+    assert torch_npu.has("torch_npu.atb", "npu_ring_mla")
+    assert not torch_npu.has("torch_npu", "__file__") and not torch_npu.has("torch.npu", "Optional")
+    assert not torch_npu.has("torch_npu", "npu_sparse_attention_score")  # a vllm-ascend custom op
 
 
 def test_ray_facts():
@@ -421,3 +437,76 @@ def test_mindspeed_rl_from_a_git_checkout(tmp_path):
             "gpu_memory_utilization", "sampling_config", "sampling_config.top_p"]
         assert record["sections"]["actor_config"] == ["global_batch_size"]
         assert "actor_resource.num_npus" in record["sections"]["rl_config"]
+
+
+# ---- torch_npu's import-time names ---------------------------------------------------------------------------
+
+def test_submodules_of_every_kind(tmp_path):
+    tree = snap.WheelTree(build_wheel(tmp_path, "pkg", "1.0", {
+        "pkg/__init__.py": "", "pkg/_C.cpython-311-x86_64-linux-gnu.so": "", "pkg/_ext.abi3.so": "",
+        "pkg/multiprocessing/reductions.py": "", "pkg/lib/libpkg.so": "", "pkg/plain.py": "",
+    }))
+    assert tree.submodules("pkg") == ["plain"]
+    # `lib/` holds only a shared library: no module is imported from it
+    assert tree.submodules("pkg", every_kind=True) == ["_C", "_ext", "multiprocessing", "plain"]
+
+
+def test_module_attribute_names_are_what_exists(tmp_path):
+    tree = snap.WheelTree(build_wheel(tmp_path, "pkg", "1.0", {
+        "pkg/__init__.py": """
+            __all__ = ["advertised"]
+            from typing import Optional
+            from pkg.version import __version__ as __version__
+            from ._backends import *
+            from .utils import _helper
+            def advertised(): ...
+            def _launch(): ...
+        """,
+        "pkg/_backends.py": "def get_soc_version(): ...\ndef _probe(): ...\n",
+        "pkg/utils.py": "def _helper(): ...\n",
+        "pkg/version.py": "__version__ = '1.0'\n",
+    }))
+    assert snap.module_public_names(tree, "pkg") == ["advertised", "utils", "version"]
+    assert snap.module_attribute_names(tree, "pkg") == [
+        "__version__", "_backends", "_helper", "_launch", "advertised", "get_soc_version", "utils", "version"]
+
+
+def test_attribute_assignments_and_module_objects():
+    parsed = ast.parse(textwrap.dedent("""
+        import types
+        from itertools import chain
+        import torch_npu
+        API_LIST = ['_op_a', '_op_b']
+        MORE = ['op_c']
+        NAME = 'atb'
+        ATB = types.ModuleType(NAME)
+        setattr(torch_npu, NAME, ATB)
+        setattr(torch_npu, "literal", 1)
+        def patch():
+            torch_npu.Format = object
+            for api_name in API_LIST:
+                setattr(torch_npu, api_name, None)
+            for api_name in chain(MORE):
+                setattr(ATB, api_name, None)
+            for dynamic in compute():
+                setattr(torch_npu, dynamic, None)
+    """))
+    assert torch_npu_exports.attribute_assignments(parsed, "torch_npu") == {
+        "atb", "literal", "Format", "_op_a", "_op_b"}
+    assert torch_npu_exports.module_objects(parsed, "torch_npu") == {"atb": ["op_c"]}
+
+
+DTYPE_HEADER = """
+enum class DType {
+  UNDEFINED = -1,
+  TORCH_NPU_ENUM_OFFSET(FLOAT, ACL_FLOAT) TORCH_NPU_ENUM_OFFSET(HIFLOAT8, ACL_HIFLOAT8)
+      TORCH_NPU_ENUM_OFFSET(FLOAT8_E8M0, ACL_FLOAT8_E8M0)
+};
+"""
+
+
+def test_dtype_symbols_from_the_library_checked_against_the_enum():
+    binary = b"\x00torch_npu.float32\x00torch_npu.npu\x00torch_npu.hifloat8\x00x\x00torch_npu.float8_e8m0fnu\x00"
+    assert torch_npu_exports.dtype_symbols(binary, DTYPE_HEADER) == ["float32", "float8_e8m0fnu", "hifloat8"]
+    with pytest.raises(torch_npu_exports.ExportsError, match="3 members but the library names 2"):
+        torch_npu_exports.dtype_symbols(binary.replace(b"hifloat8", b"renamed!"), DTYPE_HEADER)
