@@ -13,6 +13,14 @@ from npu_port.transpiler.tables import api_facts
 from npu_port.transpiler.tables.api_facts import missing_npu_name
 
 _ROOTS = ("torch.npu", "torch_npu")
+# Attributes every module object has: no snapshot lists them, none is ever missing.
+_MODULE_DUNDERS = {"__file__", "__name__", "__path__", "__spec__", "__doc__", "__loader__", "__package__",
+                   "__dict__", "__all__", "__cached__", "__builtins__"}
+# Calls that load a native library or extension module into the process: an op library built outside
+# torch_npu (a CANN custom op, vllm-ascend's csrc) registers its ops in the `npu` namespace, where
+# torch_npu's own top level does not list them.
+_OP_LIBRARY_LOADERS = {"torch.ops.load_library", "importlib.util.spec_from_file_location",
+                       "torch.utils.cpp_extension.load", "torch_npu.utils.cpp_extension.load", "ctypes.CDLL"}
 
 
 def _is_npu_name(qualified: str) -> bool:
@@ -26,7 +34,12 @@ class UnknownNpuApi(PythonRule):
         Follows every `torch.npu.X`, `torch_npu.X` and `torch_npu.npu.X` use, through imports and
         aliases, and every `from torch.npu import X` / `import torch_npu.X`, and checks X against
         the torch-npu 2.14 API snapshot (codemods/data/api/torch_npu.json). A name that is not there
-        is an error, with the closest real names as a hint.
+        is an error, with the closest real names as a hint. The snapshot holds every name an attribute
+        read finds, private ones and what torch_npu sets on itself at import included (`torch_npu._C`,
+        the ops of `torch.ops.npu`, the DType symbols such as `torch_npu.float8_e8m0fnu`). A top-level
+        `torch_npu.<op>` that is not there, in a file that loads a native library itself
+        (`torch.ops.load_library`, `importlib.util.spec_from_file_location`, `cpp_extension.load`), is
+        an info: custom op libraries register their ops in the same `npu` namespace.
 
     Why:
         A typo (`torch.npu.synchronise`) or a hand port that renamed a CUDA-only API
@@ -51,19 +64,46 @@ class UnknownNpuApi(PythonRule):
     def __init__(self, ctx):
         super().__init__(ctx)
         self._inner: set[int] = set()  # attribute chains already judged through their outermost node
+        self._missing_ops: list[tuple[cst.CSTNode, str]] = []  # torch_npu.<op> names, judged at the end
+        self._loads_op_library: Optional[str] = None  # the loader call this file makes, if any
 
     def _judge(self, node: cst.CSTNode, qualified: Optional[str]) -> None:
         if qualified is None or not _is_npu_name(qualified):
             return
         missing = missing_npu_name(qualified)
-        if missing is None:
+        if missing is None or missing[1] in _MODULE_DUNDERS:
             return
         module, name = missing
-        close = difflib.get_close_matches(name, api_facts.load("torch_npu").names(module), n=3, cutoff=0.6)
+        if module == "torch_npu":
+            # An op a library loaded by this very file may register: decided once the file is read.
+            self._missing_ops.append((node, name))
+            return
+        self._report_missing(node, module, name, qualified)
+
+    def _report_missing(self, node: cst.CSTNode, module: str, name: str, qualified: str) -> None:
+        known = api_facts.load("torch_npu").names(module)
+        if not name.startswith("_"):  # the private names exist, but are no suggestion for a public one
+            known = [k for k in known if not k.startswith("_")]
+        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
         hint = f"did you mean {', '.join(f'`{module}.{c}`' for c in close)}?" if close else \
             f"see `npu-port explain {self.ID}`; torch_npu 2.14 has no such name"
         shown = "torch.npu" if module == "torch_npu.npu" and qualified.startswith("torch.npu") else module
         self.report(node, f"`{shown}.{name}` does not exist in torch_npu 2.14", severity="error", hint=hint)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.ctx.resolve(node.func)
+        if name in _OP_LIBRARY_LOADERS and self._loads_op_library is None:
+            self._loads_op_library = name
+
+    def finalize(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        for node, name in self._missing_ops:
+            if self._loads_op_library is None:
+                self._report_missing(node, "torch_npu", name, f"torch_npu.{name}")
+            else:
+                self.report(node, f"`torch_npu.{name}` is not in torch_npu 2.14; taken to be an op of the "
+                                  f"library this file loads with `{self._loads_op_library}(...)`",
+                            severity="info", hint="check that the custom op library is built for this CANN version")
+        return updated
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         inner = id(node) in self._inner
