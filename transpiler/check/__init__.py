@@ -58,12 +58,45 @@ def line_edits(before: str, after: str) -> dict[int, Edit]:
             # Line for line: each finding gets its own line's fix, not the whole hunk.
             for k in range(i2 - i1):
                 out.setdefault(i1 + k + 1, Edit(i1 + k + 1, i1 + k + 1, b[j1 + k]))
+        elif tag == "replace" and _pair_lines(a, b, i1, i2, j1, j2, out):
+            pass  # an added line next to a rewritten one: each got its own edit
         elif tag in ("replace", "delete"):
             for line in range(i1 + 1, i2 + 1):
                 out.setdefault(line, Edit(i1 + 1, i2, text))
         elif tag == "insert" and i1 > 0:
             out.setdefault(i1, Edit(i1 + 1, i1, text))  # after original line i1
     return out
+
+
+def _pair_lines(a: list[str], b: list[str], i1: int, i2: int, j1: int, j2: int, out: dict[int, Edit]) -> bool:
+    """A hunk of n old lines that became m != n new ones, where each old line still resembles one new
+    line (`import torch_npu` added above a rewritten call): each old line gets its new line, each added
+    line is an insertion after the old line before it. False (nothing recorded) when the lines do not
+    pair up."""
+    pairs: list[tuple[int, int]] = []
+    start = j1
+    for i in range(i1, i2):
+        best = max(range(start, j2), default=None,
+                   key=lambda j: difflib.SequenceMatcher(None, a[i], b[j], autojunk=False).ratio())
+        if best is None or difflib.SequenceMatcher(None, a[i], b[best], autojunk=False).ratio() < 0.6:
+            return False
+        pairs.append((i, best))
+        start = best + 1
+    def insert(after: int, lines: list[str]) -> None:
+        if not lines or after == 0:
+            return
+        if after > i1:  # after a line of this hunk: that line becomes itself plus the added ones
+            out[after] = Edit(after, after, "\n".join([out[after].text, *lines]))
+        else:
+            out.setdefault(after, Edit(after + 1, after, "\n".join(lines)))
+
+    after, j = i1, j1  # new lines before the first pair go after the old line above the hunk
+    for i, k in pairs:
+        insert(after, b[j:k])
+        out.setdefault(i + 1, Edit(i + 1, i + 1, b[k]))
+        after, j = i + 1, k + 1
+    insert(after, b[j:j2])
+    return True
 
 
 def fix_text(f: Finding, edit: Optional[Edit]) -> str:
