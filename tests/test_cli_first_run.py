@@ -170,3 +170,13 @@ def test_a_shell_template_fails_saying_it_is_not_bash_and_how_to_exclude_it(here
     assert "run.sh: not valid bash: line 2:" in r.stderr and "--exclude" in r.stderr
     assert "[tool.npu-port]" in r.stderr
     assert run("convert", "run.sh", "--exclude", "run.sh").exit_code == 0
+
+
+def test_an_import_added_next_to_a_rewritten_line_gets_its_own_fix(here):
+    (here / "sync.py").write_text("import torch\ntorch.cuda.synchronize()\n")
+    assert run("convert", "sync.py", "--report", "r.json").exit_code == 0
+    fixes = {f["rule"]: f["fix"] for f in json.loads((here / "r.json").read_text())["findings"]}
+    assert fixes == {"torch-npu-import": "insert after line 1: import torch_npu",
+                     "torch-cuda-api": "becomes: torch.npu.synchronize()"}
+    out = run("check", "--isolated", "sync.py").stdout
+    assert "fix: insert after line 1: import torch_npu" in out and "fix: becomes: torch.npu.synchronize()" in out
