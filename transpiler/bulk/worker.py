@@ -16,13 +16,7 @@ from dataclasses import dataclass
 from typing import Optional
 
 from npu_port.transpiler.core.engine import Engine
-from npu_port.transpiler.core.files import (
-    ReadError,
-    bracket_depth_exceeds,
-    python2_hint,
-    read_source,
-    too_deep_for_this_process,
-)
+from npu_port.transpiler.core.files import ReadError, parse_refusal, python2_hint, read_source
 from npu_port.transpiler.core.report import FileOutcome, Language
 from npu_port.transpiler.core.rules import Rule
 from npu_port.transpiler.core.settings import Settings
@@ -122,10 +116,9 @@ def convert_task(task: Task, settings: Settings, rules: Optional[Sequence[type[R
         except ReadError as exc:
             return failed(str(exc))
     digest = digest_of(data)
-    if task.language == "python" and bracket_depth_exceeds(data):
-        return failed("brackets nested too deeply for the parser (more than 200 levels)", digest)
-    if task.language == "python" and too_deep_for_this_process(data):
-        return failed("nested too deeply for the parser (Python itself cannot compile it)", digest)
+    refusal = parse_refusal(data) if task.language == "python" else None
+    if refusal is not None:
+        return failed(refusal, digest)
     try:
         engine = engine_for(settings, rules)
         chosen = engine.rules_named(task.rules) if task.rules else None

@@ -226,8 +226,36 @@ def too_deep_for_this_process(data: bytes) -> bool:
     native parser overflows the C stack (SIGSEGV), where CPython's own parser, guarded, raises
     RecursionError from about 3,000 on: no such file compiles, so asking CPython first loses nothing.
     A syntax error is left to LibCST, which reports it with its position."""
+    return parse_refusal(data) is not None
+
+
+# LibCST nests every binary and boolean operator (CPython's ast keeps `a and b and ...` flat), and
+# its cost grows faster than the chain: 1,000 terms of `a + ...` take 0.6 s of CPU, 2,900 take 10 s,
+# 10,000 `and`s crash its native parser. Real code stays far below this (the longest chain in VERL,
+# trl, LLaMA-Factory, vllm-ascend and vLLM is in benchmarks/README.md).
+MAX_EXPRESSION_OPERATORS = 1000
+
+# Bytes that can spell a nesting operator (binary, unary `-+~`, shifts), counted in one C-speed pass
+# (bytes.translate) over a statement's text, with the substrings of the word operators: an upper
+# bound on the operators a chain in that text can have.
+_NOT_OPERATOR_BYTES = bytes(b for b in range(256) if b not in b"+-*/%@<>&|^~")
+_OPERATOR_WORDS = (b"and", b"or", b"not", b"else")
+
+
+def _operator_bound(text: bytes) -> int:
+    return len(text.translate(None, _NOT_OPERATOR_BYTES)) + sum(text.count(w) for w in _OPERATOR_WORDS)
+
+
+MAX_DEPTH_MESSAGE = "nested too deeply for the parser (Python itself cannot compile it)"
+
+
+def parse_refusal(data: bytes) -> Optional[str]:
+    """Why `data` must not be handed to LibCST's parser, or None: brackets nested past what any
+    compiler accepts, code CPython's own parser finds too deep (RecursionError), or one expression
+    with more than MAX_EXPRESSION_OPERATORS operators. The bound is in the input (a count of tokens
+    and nodes), never a clock: each check is linear in the file and stops before LibCST sees it."""
     if bracket_depth_exceeds(data):
-        return True
+        return f"brackets nested too deeply for the parser (more than {MAX_BRACKET_DEPTH} levels)"
     import ast
     import sys
     import warnings
@@ -239,14 +267,84 @@ def too_deep_for_this_process(data: bytes) -> bool:
         sys.setrecursionlimit(_DEFAULT_RECURSION_LIMIT)
         with warnings.catch_warnings():  # "\d" in a string: Python's concern, not a reason to print
             warnings.simplefilter("ignore")
-            ast.parse(data)
+            tree = ast.parse(data)
     except (RecursionError, MemoryError):
-        return True
+        return MAX_DEPTH_MESSAGE
     except (SyntaxError, ValueError):
-        pass
+        return None  # LibCST reports the error with its position
     finally:
         sys.setrecursionlimit(limit)
-    return False
+    found = longest_expression(tree, data)
+    if found[0] > MAX_EXPRESSION_OPERATORS:
+        return (f"expression too long for the parser ({found[0]} operators in one expression at line {found[1]}; "
+                f"the limit is {MAX_EXPRESSION_OPERATORS})")
+    return None
+
+
+def longest_expression(tree, data: bytes, limit: int = MAX_EXPRESSION_OPERATORS) -> tuple[int, int]:
+    """(operators, line) of an expression of `tree` (parsed from `data`) with the most operators in one
+    connected chain of binary, boolean, unary and conditional operators (the ones LibCST nests), where
+    that is more than `limit`; else some count up to `limit`.
+
+    Walking every expression node in Python would cost a tenth of the parse, so the text of a
+    statement is measured first (_operator_bound): only one with more than `limit` operator bytes and
+    words can hold such a chain, and only its own expressions are walked; its nested statements are
+    measured the same way."""
+    import ast
+    from itertools import accumulate
+
+    if _operator_bound(data) <= limit:
+        return 0, 0
+    starts = [0, *accumulate(len(line) + 1 for line in data.split(b"\n"))]  # offset of line i + 1 at [i]
+
+    def text_of(stmt: ast.AST) -> bytes:
+        first, last = stmt.lineno, getattr(stmt, "end_lineno", None) or stmt.lineno  # type: ignore[attr-defined]
+        return data[starts[first - 1]:starts[min(last, len(starts) - 1)]]
+
+    best = (0, 0)
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, (ast.stmt, ast.excepthandler)):
+                if _operator_bound(text_of(child)) > limit:
+                    stack.append(child)
+            elif isinstance(child, ast.match_case):
+                stack.append(child)
+            else:
+                found = _longest_chain(child)
+                if found[0] > best[0]:
+                    best = found
+    return best
+
+
+_CHAIN_NODES: tuple[type, ...] = ()
+
+
+def _longest_chain(root) -> tuple[int, int]:
+    """(operators, line) of the longest operator chain in the expression tree under `root`.
+    Comparisons do not count: LibCST keeps `a < b < c` flat, as CPython does."""
+    import ast
+
+    global _CHAIN_NODES
+    if not _CHAIN_NODES:
+        _CHAIN_NODES = (ast.BinOp, ast.BoolOp, ast.UnaryOp, ast.IfExp)
+    best = (0, 0)
+    # Each entry: a node and the chain it belongs to ([operators, line], shared by the whole chain),
+    # or None outside any chain. Iterative: a chain of thousands must not recurse.
+    stack: list[tuple[ast.AST, Optional[list[int]]]] = [(root, None)]
+    while stack:
+        node, chain = stack.pop()
+        if isinstance(node, _CHAIN_NODES):
+            if chain is None:
+                chain = [0, getattr(node, "lineno", 0)]
+            chain[0] += len(node.values) - 1 if isinstance(node, ast.BoolOp) else 1
+            if chain[0] > best[0]:
+                best = (chain[0], chain[1])
+        else:
+            chain = None
+        stack.extend((child, chain) for child in ast.iter_child_nodes(node))
+    return best
 
 
 _DEFAULT_RECURSION_LIMIT = 1000
@@ -271,6 +369,61 @@ def yaml_too_deep(text: str) -> bool:
     except yaml.YAMLError as exc:
         return "maximum nesting depth" in str(getattr(exc, "problem", ""))
     return False
+
+
+# Past this many nodes, counting each alias as the nodes it stands for, a document is refused when
+# its aliases multiply it more than tenfold: a "billion laughs" file (each anchor a list of aliases of
+# the one before) expands nine levels of nine into 387 million, which any walk of the loaded document
+# would go through. A document without aliases is never refused here (--max-bytes bounds it).
+MAX_YAML_EXPANDED_NODES = 100_000
+
+
+def yaml_alias_bomb(text: str, limit: int = MAX_YAML_EXPANDED_NODES) -> Optional[str]:
+    """Why `text` must not be loaded, when its aliases expand it past `limit` nodes (and tenfold);
+    None otherwise, and for text the parser refuses (the caller's own parser reports that).
+
+    Counted over the parser's events, before anything is composed: an alias adds the size of the
+    node its anchor names, so the count is exact and costs one pass over the text (libyaml's C parser
+    where it is installed, PyYAML's own otherwise)."""
+    if "&" not in text or "*" not in text:
+        return None  # no anchor or no alias: nothing to expand
+    try:
+        import yaml
+    except ImportError:
+        return None
+    loader = getattr(yaml, "CSafeLoader", None) or yaml.SafeLoader
+    sizes: dict[str, int] = {}  # anchor -> nodes it stands for
+    open_nodes: list[list] = []  # per open collection: [nodes in it so far, its anchor]
+    nodes = expanded = 0  # nodes written out; nodes with each alias counted as its anchor's
+    try:
+        for event in yaml.parse(text, Loader=loader):
+            if isinstance(event, (yaml.MappingStartEvent, yaml.SequenceStartEvent)):
+                open_nodes.append([1, event.anchor])
+                nodes += 1
+                expanded += 1
+                continue
+            if isinstance(event, (yaml.MappingEndEvent, yaml.SequenceEndEvent)):
+                size, name = open_nodes.pop()
+            elif isinstance(event, yaml.ScalarEvent):
+                size, name = 1, event.anchor
+                nodes += 1
+                expanded += 1
+            elif isinstance(event, yaml.AliasEvent):
+                size, name = sizes.get(event.anchor or "", 1), None
+                nodes += 1
+                expanded += size
+                if expanded > max(limit, 10 * nodes):
+                    return (f"YAML aliases expand to more than {limit:,} nodes (each alias counted as the "
+                            "nodes it stands for: a 'billion laughs' document); refused before loading")
+            else:
+                continue
+            if name is not None:
+                sizes[name] = size
+            if open_nodes:
+                open_nodes[-1][0] += size
+    except yaml.YAMLError:
+        return None
+    return None
 
 
 _OPENERS = frozenset(b"([{")

@@ -14,6 +14,7 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 from ruamel.yaml.error import YAMLError
 
+from npu_port.transpiler.core.files import yaml_alias_bomb, yaml_too_deep
 from npu_port.transpiler.core.python_source import SourceError
 from npu_port.transpiler.text.text_edits import Edit, ParsedTexts, SpanEditRule
 
@@ -23,6 +24,13 @@ class YamlDocument:
 
     def __init__(self, text: str):
         self.text = text
+        # Refused before ruamel composes anything: its pure-Python parser takes seconds to find a
+        # nesting it cannot take, and walking a document whose aliases multiply it never ends.
+        bomb = yaml_alias_bomb(text)
+        if bomb is not None:
+            raise SourceError(bomb)
+        if yaml_too_deep(text):
+            raise SourceError("YAML nested too deeply to convert (more than 1000 levels)")
         yaml = YAML(typ="rt")
         yaml.allow_duplicate_keys = True
         try:
