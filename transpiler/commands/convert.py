@@ -42,6 +42,7 @@ from npu_port.transpiler.core.files import (
     is_copy_of,
     is_within,
     language_of,
+    printable,
     read_source,
 )
 from npu_port.transpiler.core.report import FileOutcome, Language, findings_to_json
@@ -138,7 +139,7 @@ def convert(ctx, paths, target, select, ignore, extras, show_diff, out_arg, in_p
                          git_copies=GitCopies() if in_place and not force else None)
         files = discover_files(paths, config, exclude=[out] if out is not None else [])
         if single and not files:
-            _excluded(console, quiet, str(paths[0]), echo=paths[0] if to_stdout else None)
+            _excluded(console, quiet, printable(str(paths[0])), echo=paths[0] if to_stdout else None)
         cache = None
         if not no_cache and not single:
             cache = Cache(cache_dir or default_cache_dir(paths, writes_inputs=in_place))
@@ -188,7 +189,8 @@ def _excluded(console, quiet: bool, name: str, echo: Optional[Path] = None) -> N
     """An input named on the command line that the exclude globs leave out: said, and with `echo` (the
     output is stdout) passed through unchanged, so `convert x.py > y.py` never leaves y.py empty."""
     if not quiet:
-        console.print(f"{escape(name)}: excluded by the exclude setting (see npu-port config); left as it is")
+        console.print(f"{escape(name)}: excluded (it matches an exclude glob: --exclude, or exclude in the "
+                      "configuration); left as it is")
     if echo is not None:
         _pass_through(echo)
 
@@ -252,7 +254,7 @@ def _convert_stdin(config: ProjectConfig, settings: Settings, show_diff: bool, c
                    stdin_filename: Optional[str], fixes: bool, console, quiet: bool) -> list[FileOutcome]:
     """stdin as the file `stdin_filename` (Python when none is named). What goes to stdout is the
     converted text, or the input unchanged when it cannot be converted or is excluded (as for a file)."""
-    name = stdin_filename or "<stdin>"
+    name = printable(stdin_filename) if stdin_filename else "<stdin>"
     # Bounded like a file (`yes | npu-port convert -` must not exhaust memory), and converted with the
     # parser guard of every parse in this process: a crash here would end the run without a word.
     data = sys.stdin.buffer.read(settings.max_bytes + 1)
