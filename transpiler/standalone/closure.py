@@ -97,7 +97,8 @@ class Closure:
                 call = _call_at(info, st, line, col)
                 self._problem(module, call, line, col, code_of(call) if call is not None else arg,
                               f"dynamic import of the stripped package {pkg} cannot be resolved statically",
-                              f"replace it with a plain `import` or `from {pkg}... import ...` statement")
+                              f"replace it with a plain `import` or `from {pkg}... import ...` statement; "
+                              "a call with a constant name, as a statement of its own, is inlined as an import")
 
     def becomes_assignment(self, module: str, imp: ProjectImport) -> bool:
         """A module-level import whose name the module must hold on its own: rebound there too (mixed), or

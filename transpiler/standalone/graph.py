@@ -308,6 +308,9 @@ class ModuleAnalyzer:
             def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
                 analyzer._import_from(st, node)
 
+            def visit_Expr(self, node: cst.Expr) -> None:
+                analyzer._import_call(st, node)
+
         st.node.visit(Visitor())
         try:
             tree = ast.parse(code_of(st.node).lstrip("\n"))
@@ -316,7 +319,9 @@ class ModuleAnalyzer:
         if tree is not None:
             from npu_port.transpiler.analysis.import_policy import dynamic_imports
             offset = self.positions[st.node].start.line - 1
-            st.dynamic_imports = [(line + offset, col, arg) for line, col, arg in dynamic_imports(tree)]
+            handled = {(imp.line, imp.col) for imp in st.imports if isinstance(imp.node, cst.Expr)}
+            st.dynamic_imports = [(line + offset, col, arg) for line, col, arg in dynamic_imports(tree)
+                                  if (line + offset, col) not in handled]
 
     def _under_type_checking(self, node: cst.CSTNode) -> bool:
         cur = self.parents.get(node)
@@ -349,6 +354,24 @@ class ModuleAnalyzer:
                     out.append(ProjectImport("", "module", ".".join(parts[:i]), None, node, line, col, fn))
         if out:
             self._record(st, node, out)
+
+    def _import_call(self, st: Statement, node: cst.Expr) -> None:
+        """`importlib.import_module("pkg.mod")` (or `__import__`) as a statement of its own: an import run for
+        its effects, with a constant absolute name, so it is inlined as `import pkg.mod` would be."""
+        call = node.value
+        if not isinstance(call, cst.Call) or len(call.args) != 1 or call.args[0].keyword is not None \
+                or call.args[0].star:
+            return
+        fn = dotted_name(call.func) or ""
+        arg = call.args[0].value
+        if fn not in ("importlib.import_module", "import_module", "__import__") \
+                or not isinstance(arg, cst.SimpleString) or not isinstance(arg.evaluated_value, str):
+            return
+        name = arg.evaluated_value
+        if not name or name.startswith(".") or not self.is_stripped(name):
+            return
+        line, col = self._pos(call)
+        self._record(st, node, [ProjectImport("", "module", name, None, node, line, col, self._in_function(node))])
 
     def _record(self, st: Statement, node: cst.CSTNode, out: list[ProjectImport]) -> None:
         tc = self._under_type_checking(node)
