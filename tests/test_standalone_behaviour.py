@@ -124,3 +124,14 @@ def test_a_module_imported_lazily_and_eagerly_runs_once_at_the_top(tmp_path):
     code, stdout = _standalone(script, tmp_path, "--strip", "proj")
     assert stdout == "reg runs\nstart\n['x', 'x'] ['x', 'x']\n"
     assert "def _import_" not in code
+
+
+def test_a_script_that_rebinds_an_imported_name_gets_its_copy_after_the_inlined_code(tmp_path):
+    """`from m import LR` then `global LR; LR = ...` in the script: the import becomes `LR = LR_config`,
+    which must come after the inlined definition it reads (it used to come first: a NameError)."""
+    script = tmp_path / "rebinds.py"
+    script.write_text("from agentic_rl.config import LR\n\n\ndef double():\n    global LR\n    LR = LR * 2\n\n\n"
+                      "double()\nprint(LR)\n")
+    code, stdout = _standalone(script, tmp_path, *BASE)
+    assert stdout == "0.0006\n"
+    assert code.index("LR_config = 3e-4") < code.index("LR = LR_config") < code.index("def double")
