@@ -85,6 +85,18 @@ def test_blocks_are_labelled_and_ordered_like_python_runs_them():
         "class CodeEnv")
 
 
+def test_a_module_split_by_its_imports_is_labelled_continued():
+    code = _code("s18_import_order.py")
+    labels = [line for line in code.splitlines() if line.startswith("# from ")]
+    assert labels == ["# from agentic_rl.registry", "# from agentic_rl", "# from agentic_rl.agents",
+                      "# from agentic_rl.agents.memory", "# from agentic_rl.agents.planner",
+                      "# from agentic_rl.agents, continued", "# from agentic_rl.agents.coder",
+                      "# from agentic_rl.agents, continued"]
+    result = make_standalone(PROJECT / "scripts" / "s18_import_order.py", STRIP, [PROJECT])
+    assert result.modules == ["agentic_rl.registry", "agentic_rl", "agentic_rl.agents", "agentic_rl.agents.memory",
+                              "agentic_rl.agents.planner", "agentic_rl.agents.coder"]  # each named once
+
+
 def test_header_and_main_guard_keep_their_places():
     code = _code("s14_trainer_main.py")
     lines = code.splitlines()

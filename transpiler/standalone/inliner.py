@@ -393,8 +393,11 @@ class _Assembler:
             if new is None:
                 continue
             if module != previous:
-                new = _with_block_comment(new, f"# from {module}")
-                modules.append(module)
+                # A module's code is split where it imports a module that runs code of its own in between.
+                again = module in modules
+                new = _with_block_comment(new, f"# from {module}" + (", continued" if again else ""))
+                if not again:
+                    modules.append(module)
                 previous = module
             body.append(new)
         deferred = self._deferred_modules()
