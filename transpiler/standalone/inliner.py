@@ -375,7 +375,7 @@ class _Assembler:
                     head[1] = _with_blank_lines(head[1], 1)
             head.insert(at, future)
         new_imports = self._header_imports()
-        if new_imports and head and not any(script.statements[i].kind == "import" for i in leading):
+        if new_imports and head and not _is_import_line(head[-1]):  # after the docstring, not after imports
             new_imports[0] = _with_blank_lines(new_imports[0], 1)
         head.extend(new_imports)
 
@@ -555,6 +555,11 @@ def _with_global(node, names: list[str]):
     lines = list(body.body)
     lines.insert(at, cst.SimpleStatementLine([stmt]))
     return node.with_changes(body=body.with_changes(body=lines))
+
+
+def _is_import_line(stmt: cst.CSTNode) -> bool:
+    return isinstance(stmt, cst.SimpleStatementLine) and all(
+        isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
 
 
 def _is_docstring_line(stmt: cst.CSTNode) -> bool:
