@@ -9,7 +9,7 @@ from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.analysis.imports import dotted_name, iter_scope_statements
+from npu_port.transpiler.analysis.imports import dotted_name, iter_scope_statements, leftmost_name
 from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables.mapping import load_table
 
@@ -29,6 +29,7 @@ class LibraryRow:
 @dataclass(frozen=True)
 class CudaBuilds:
     callables: frozenset[str]
+    extension_loaders: frozenset[str]  # the builders that return the built module
     keywords: frozenset[str]
     suffixes: tuple[str, ...]
     what: str
@@ -46,8 +47,8 @@ def library_rows(target: str) -> tuple[LibraryRow, ...]:
 @cache
 def cuda_builds(target: str) -> CudaBuilds:
     raw = load_table(target, "unsupported_libraries")["cuda_builds"]
-    return CudaBuilds(frozenset(raw["callables"]), frozenset(raw["keywords"]), tuple(raw["suffixes"]),
-                      raw["what"], raw["hint"])
+    return CudaBuilds(frozenset(raw["callables"]), frozenset(raw["extension_loaders"]),
+                      frozenset(raw["keywords"]), tuple(raw["suffixes"]), raw["what"], raw["hint"])
 
 
 @cache
@@ -96,31 +97,41 @@ def _strings_in(node: cst.CSTNode) -> Iterator[str]:
 
 
 class UnsupportedCudaLibraries(PythonRule):
-    """Reports CUDA-only libraries, Triton kernels and CUDA extension builds, with what to use on Ascend.
+    """Reports CUDA-only libraries, Triton kernels and CUDA extension builds where they are imported and used.
 
     What it does:
         Reports every import of a CUDA-only library (triton, cupy, pycuda, numba.cuda, pynvml,
         bitsandbytes, xformers, liger_kernel, flash_attn, apex, amp_C, mamba_ssm, causal_conv1d,
-        transformer_engine, tensorrt, and modules named like compiled CUDA extensions, `*_cuda`, also
-        through importlib.import_module), one finding per import statement and library, and each use
-        of the APIs that must be ported
-        call by call (`@triton.jit` and `@triton.autotune` kernels, flash_attn and xformers calls,
-        apex.amp, apex optimisers and layers, `CUDAExtension(...)`). Calls that build CUDA code
-        (`load_inline(cuda_sources=...)`, `load(..., sources=[...".cu"], extra_cuda_cflags=...)`, an
-        Extension with `.cu` sources) are reported too. Each finding carries a hint: triton-ascend for Triton kernels,
-        `torch_npu.npu_fusion_attention` for flash_attn (not a 1:1 rename), torch_npu.optim's fused
-        optimisers for apex's. Imports inside `try: ... except ImportError` are info, not warnings.
+        transformer_engine, tensorrt, vLLM's PyNcclCommunicator and NCCL weight-transfer engine, and
+        modules named like compiled CUDA extensions, `*_cuda`, also through importlib.import_module),
+        one finding per import statement and library, and then every use site, one finding each:
+        calls and references of names bound from those libraries (`cp.asarray(t)`,
+        `pynvml.nvmlInit()`, `bnb.optim.Adam8bit(...)`, `isinstance(m, bnb.nn.Linear8bitLt)`),
+        `@triton.jit` / `@triton.autotune` kernels and their launches (`kernel[grid](...)`), and the
+        calls into a CUDA extension built with `load(...)` / `load_inline(cuda_sources=...)`
+        (`_ext.bias_gelu(x)`). Builds of CUDA code (`load_inline(cuda_sources=...)`,
+        `load(..., sources=[...".cu"])`, `CUDAExtension(...)`, an Extension with `.cu` sources) are
+        reported too. Each finding carries the hint of its table row, right for the name:
+        triton-ascend for Triton kernels, `torch_npu.npu_fusion_attention` for flash_attn's attention
+        functions (not a 1:1 rename) but plain torch indexing for its `bert_padding` helpers,
+        torch_npu.optim's fused optimisers for apex's, vllm-ascend's PyHcclCommunicator for
+        PyNcclCommunicator. Imports inside `try: ... except ImportError`, and the uses of what they
+        bind, are info, not warnings; so is a use under an NPU guard or of a name that is also
+        imported from a non-CUDA module (`... import PyHcclCommunicator as PyNcclCommunicator`).
         The table is codemods/data/<target>/unsupported_libraries.yaml.
 
     Why:
         These libraries ship CUDA kernels (or compile them), so they fail to import or to run on
-        an NPU; no mechanical rewrite exists, and a silent leftover is the worst outcome.
-        `attn_implementation="flash_attention_2"` in transformers is not reported: transformers
-        routes it to torch_npu on Ascend.
+        an NPU; no mechanical rewrite exists, and a silent leftover is the worst outcome. The import
+        alone says a file needs work; the use sites say where, so the list of what is left is
+        complete. `attn_implementation="flash_attention_2"` in transformers is not reported:
+        transformers routes it to torch_npu on Ascend.
 
     Example:
         from flash_attn import flash_attn_func   ->  unchanged; warning with the npu_fusion_attention recipe
+        out = flash_attn_func(q, k, v)           ->  unchanged; warning at the call
         @triton.jit                              ->  unchanged; warning: triton-ascend, retune
+        add_kernel[grid](x, y, out, n)           ->  unchanged; warning: a Triton kernel launch
 
     Fix safety:
         Report-only: nothing is rewritten.
@@ -150,6 +161,16 @@ class UnsupportedCudaLibraries(PythonRule):
         super().__init__(ctx)
         self._guarded: set[int] = set()  # ids of imports whose ImportError is handled
         self._decorated: set[int] = set()  # ids of calls already reported as a decorator
+        self._judged: set[int] = set()  # ids of expressions a finding covers (call funcs, inner attributes)
+        self._optional: set[str] = set()  # local names bound by an import whose ImportError is handled
+        self._elsewhere: set[str] = set()  # local names also imported from a module with no row
+        self._kernels: set[str] = set()  # functions decorated with a Triton decorator in this file
+        self._launches: list[tuple[cst.Call, str]] = []  # `name[grid](...)` calls, judged at the end
+        self._extensions: dict[str, str] = {}  # `_ext = load(...)` targets (dotted) -> the builder called
+        self._kernel_depth = 0  # inside a Triton kernel body: its tl.* calls are the kernel, reported once
+        self._imports_triton = False
+        self._imports: list[tuple[cst.CSTNode, LibraryRow, str, bool, str]] = []  # reported at the end
+        self._uses: list[tuple[cst.CSTNode, str, str, str, bool]] = []  # likewise
 
     def visit_Try(self, node: cst.Try) -> None:
         if not _catches_import_errors(node):
@@ -163,6 +184,7 @@ class UnsupportedCudaLibraries(PythonRule):
         for alias in node.names:
             name = dotted_name(alias.name)
             row = match_library(self.ctx.target, name) if name else None
+            self._bind(alias, name or "", row, node)
             if row is not None:
                 self._report_import(alias, node, row, f"import {name}")
 
@@ -183,31 +205,171 @@ class UnsupportedCudaLibraries(PythonRule):
         for alias in node.names:
             name = dotted_name(alias.name)
             row = match_library(self.ctx.target, f"{module}.{name}") if name else None
+            self._bind(alias, f"{module}.{name}", row, node, from_import=True)
             if row is not None:
                 seen.setdefault(row, []).append(name)
                 first.setdefault(row, alias)
         for row, names in seen.items():
             self._report_import(first[row], node, row, f"from {module} import {', '.join(names)}")
 
-    def _report_import(self, at: cst.CSTNode, stmt: cst.CSTNode, row: LibraryRow, text: str) -> None:
-        if id(stmt) in self._guarded:
-            self.report(at, f"{row.what}: `{text}` is optional here (ImportError handled); it will not "
-                            f"import on Ascend NPU", severity="info", hint=row.hint)
+    # The names in an import statement are the import, not a use (one walk runs every rule, so a
+    # visit_ImportAlias returning False would not stop it: the names are marked judged instead).
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        self._judged.add(id(node.name))
+        if node.asname is not None:
+            self._judged.add(id(node.asname.name))
+
+    def _bind(self, alias: cst.ImportAlias, name: str, row: Optional[LibraryRow], stmt: cst.CSTNode,
+              from_import: bool = False) -> None:
+        if alias.asname is not None and isinstance(alias.asname.name, cst.Name):
+            local = alias.asname.name.value
         else:
-            self.report(at, f"{row.what}: `{text}` does not work on Ascend NPU", hint=row.hint)
+            local = name.rsplit(".", 1)[-1] if from_import else name.split(".", 1)[0]
+        if name.split(".", 1)[0] == "triton":
+            self._imports_triton = True
+        if row is None:
+            self._elsewhere.add(local)
+        elif id(stmt) in self._guarded:
+            self._optional.add(local)
+
+    def _report_import(self, at: cst.CSTNode, stmt: cst.CSTNode, row: LibraryRow, text: str) -> None:
+        # Judged at the end: whether the name is also imported from a non-CUDA module (the NPU
+        # alternative of a dispatch) may only show further down the file.
+        local = self._local_of(at)
+        self._imports.append((at, row, text, id(stmt) in self._guarded or self.ctx.in_npu_branch(stmt), local))
+
+    @staticmethod
+    def _local_of(at: cst.CSTNode) -> str:
+        if isinstance(at, cst.ImportAlias):
+            if at.asname is not None and isinstance(at.asname.name, cst.Name):
+                return at.asname.name.value
+            name = dotted_name(at.name) or ""
+            return name.rsplit(".", 1)[-1]
+        return ""
+
+    def _emit_imports(self) -> None:
+        for at, row, text, optional, local in self._imports:
+            if local and local in self._elsewhere:
+                self.report(at, f"{row.what}: `{text}` does not work on Ascend NPU; `{local}` is also imported "
+                                f"from a non-CUDA module here, the NPU path", severity="info", hint=row.hint)
+            elif optional:
+                self.report(at, f"{row.what}: `{text}` is optional here (ImportError handled or an NPU check); "
+                                f"it will not import on Ascend NPU", severity="info", hint=row.hint)
+            else:
+                self.report(at, f"{row.what}: `{text}` does not work on Ascend NPU", hint=row.hint)
 
     # -- uses ----------------------------------------------------------------------------------
+    def _report_use(self, node: cst.CSTNode, message: str, hint: str) -> None:
+        """A use site: info where the code already has another path (optional import, NPU guard, or the
+        name also imported from a non-CUDA module). Judged at the end, when every import is known."""
+        target = node.func if isinstance(node, cst.Call) else node
+        root = leftmost_name(target) if isinstance(target, cst.BaseExpression) else None
+        local = root.value if root is not None else ""
+        guarded = local in self._optional or self.ctx.in_npu_branch(node)
+        self._uses.append((node, message, hint, local, guarded))
+
+    def _emit_uses(self) -> None:
+        for node, message, hint, local, guarded in self._uses:
+            if local and local in self._elsewhere:
+                self.report(node, f"{message}; `{local}` is also imported from a non-CUDA module here, so "
+                                  f"this may be the NPU path", severity="info", hint=hint)
+            elif guarded:
+                self.report(node, f"{message} (optional here: the code has another path)", severity="info",
+                            hint=hint)
+            else:
+                self.report(node, message, hint=hint)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._judged.add(id(node.name))
+        if any(self._triton_decorator(d) for d in node.decorators):
+            self._kernels.add(node.name.value)
+            self._kernel_depth += 1
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        if any(self._triton_decorator(d) for d in original.decorators):
+            self._kernel_depth -= 1
+        return updated
+
+    def _triton_decorator(self, node: cst.Decorator) -> bool:
+        expr = node.decorator
+        name = self.ctx.resolve(expr.func if isinstance(expr, cst.Call) else expr)
+        return name is not None and name.split(".", 1)[0] == "triton"
+
     def visit_Decorator(self, node: cst.Decorator) -> None:
         expr = node.decorator
         target = expr.func if isinstance(expr, cst.Call) else expr
+        self._judged.add(id(target))
         name = self.ctx.resolve(target)
         row = match_library(self.ctx.target, name) if name else None
         if row is not None and row.uses:
             self._decorated.add(id(expr))
-            self.report(node, f"{row.what}: `@{name}` does not work on Ascend NPU", hint=row.hint)
+            self._report_use(node, f"{row.what}: `@{name}` does not work on Ascend NPU", row.hint)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self._judged.add(id(node.target))
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        self._judged.add(id(node.target))
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        # What is assigned to is no use (`xops = None` after a failed import).
+        self._judged.update(id(t.target) for t in node.targets)
+        # `_ext = load(name=..., sources=[... ".cu"])`: every later `_ext.fn(...)` runs CUDA code.
+        value = node.value
+        if not isinstance(value, cst.Call):
+            return
+        name = self.ctx.resolve(value.func)
+        builds = cuda_builds(self.ctx.target)
+        if name in builds.extension_loaders and self._builds_cuda(value, builds):
+            for target in node.targets:
+                dotted = dotted_name(target.target)
+                if dotted is not None:
+                    self._extensions[dotted] = name
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._judged.add(id(node.attr))  # `obj.cupy` is an attribute of obj, never the library
+        if id(node) in self._judged or self.ctx.is_patched(node):
+            self._judged.add(id(node.value))
+            return
+        self._judged.add(id(node.value))
+        self._reference(node)
+
+    # Names that bind or label rather than use: a def's or class's name, parameters, keywords.
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._judged.add(id(node.name))
+
+    def visit_Param(self, node: cst.Param) -> None:
+        self._judged.add(id(node.name))
+
+    def visit_Arg(self, node: cst.Arg) -> None:
+        if node.keyword is not None:
+            self._judged.add(id(node.keyword))
+
+    def visit_Name(self, node: cst.Name) -> None:
+        if id(node) not in self._judged:
+            self._reference(node)
+
+    def _reference(self, node: cst.BaseExpression) -> None:
+        """A name of a library used as a value (`isinstance(m, bnb.nn.Linear8bitLt)`, `fn = flash_attn_func`)."""
+        if self._kernel_depth or self.ctx.is_patched(node):
+            return
+        name = self.ctx.resolve(node)
+        row = match_library(self.ctx.target, name) if name else None
+        if row is not None and row.uses:
+            self._report_use(node, f"{row.what}: `{name}` is used here and does not work on Ascend NPU", row.hint)
 
     def visit_Call(self, node: cst.Call) -> None:
+        self._judged.add(id(node.func))
         if id(node) in self._decorated:
+            return
+        if isinstance(node.func, cst.Subscript):
+            self._launch(node)
+            return
+        extension = self._extension_call(node)
+        if extension is not None:
+            builds = cuda_builds(self.ctx.target)
+            self._report_use(node, f"{builds.what}: `{dotted_name(node.func)}(...)` calls into the CUDA "
+                                   f"extension built by `{extension}(...)`", builds.hint)
             return
         name = self.ctx.resolve(node.func)
         if name is None and isinstance(node.func, cst.Name) and node.func.value == "__import__":
@@ -216,7 +378,8 @@ class UnsupportedCudaLibraries(PythonRule):
             return
         row = match_library(self.ctx.target, name)
         if row is not None and row.uses:
-            self.report(node, f"{row.what}: `{name}(...)` does not work on Ascend NPU", hint=row.hint)
+            if not self._kernel_depth:
+                self._report_use(node, f"{row.what}: `{name}(...)` does not work on Ascend NPU", row.hint)
             return
         if name in _DYNAMIC_IMPORTS and node.args and isinstance(node.args[0].value, cst.SimpleString):
             module = node.args[0].value.evaluated_value
@@ -227,6 +390,42 @@ class UnsupportedCudaLibraries(PythonRule):
         builds = cuda_builds(self.ctx.target)
         if name in builds.callables and self._builds_cuda(node, builds):
             self.report(node, f"{builds.what}: `{name}(...)` compiles CUDA code", hint=builds.hint)
+
+    def _extension_call(self, node: cst.Call) -> Optional[str]:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            owner = dotted_name(func.value)
+            if owner is not None and owner in self._extensions:
+                return self._extensions[owner]
+        return None
+
+    def _launch(self, node: cst.Call) -> None:
+        """`kernel[grid](...)`: a Triton launch when `kernel` is a Triton kernel (decided at the end)."""
+        subscript = node.func
+        assert isinstance(subscript, cst.Subscript)
+        name = dotted_name(subscript.value)
+        if name is not None:
+            self._judged.add(id(subscript.value))
+            self._launches.append((node, name))
+
+    def finalize(self, original: cst.Module, updated: cst.Module) -> cst.Module:
+        self._judge_launches()
+        self._emit_imports()
+        self._emit_uses()
+        return updated
+
+    def _judge_launches(self) -> None:
+        if not self._launches:
+            return
+        row = match_library(self.ctx.target, "triton.jit")
+        triton_file = self._imports_triton or bool(self._kernels)
+        for node, name in self._launches:
+            last = name.rsplit(".", 1)[-1]
+            # A kernel of this file, or (in a file that uses Triton) one imported under a kernel's name.
+            if last in self._kernels or (triton_file and "kernel" in last.lower()):
+                hint = row.hint if row is not None else ""
+                self._report_use(node, f"launch of Triton kernel `{name}` does not run on Ascend NPU without "
+                                       f"triton-ascend", hint)
 
     @staticmethod
     def _builds_cuda(node: cst.Call, builds: CudaBuilds) -> bool:
