@@ -12,6 +12,7 @@ _COMMENT_OR_LITERAL = re.compile(r'//[^\n]*|/\*.*?\*/|"(?:[^"\\\n]|\\.)*"|\'(?:[
 _KERNEL = re.compile(r"\b__global__\b([^;{]*)")
 _LAUNCH_BOUNDS = re.compile(r"__launch_bounds__\s*\([^)]*\)")
 _NAME_BEFORE_PARAMS = re.compile(r"([A-Za-z_]\w*)\s*\(")
+_VOID = re.compile(r"\bvoid\b")
 _LAUNCH = re.compile(r"\b([A-Za-z_][\w:]*)\s*(?:<[^<>;]*>\s*)?<<<")
 HINT = ("port the kernel to Ascend C (or replace it with torch / torch_npu operators) and build it with the "
         "CANN toolkit; its CUDAExtension / load() build is reported by unsupported-cuda-libs")
@@ -19,6 +20,26 @@ HINT = ("port the kernel to Ascend C (or replace it with torch / torch_npu opera
 
 def _blank(match: re.Match) -> str:
     return re.sub(r"[^\n]", " ", match.group(0))
+
+
+def kernel_sites(text: str, *, definitions_only: bool = False) -> list[tuple[int, str]]:
+    """(offset, message) of each kernel definition and launch in CUDA C++ `text`, in order.
+
+    `definitions_only` keeps a `__global__` only where a `void name(` follows it, as every kernel
+    definition has: a string of prose that mentions the keyword is no source.
+    """
+    code = _COMMENT_OR_LITERAL.sub(_blank, text)  # same offsets, comments and literals blanked
+    sites = []
+    for m in _KERNEL.finditer(code):
+        head = _LAUNCH_BOUNDS.sub("", m.group(1))
+        names = _NAME_BEFORE_PARAMS.findall(head)
+        if definitions_only and not (names and _VOID.search(head)):
+            continue
+        what = f"CUDA kernel `{names[0]}`" if names else "a CUDA kernel"
+        sites.append((m.start(), f"{what} does not run on Ascend NPU"))
+    for m in _LAUNCH.finditer(code):
+        sites.append((m.start(), f"launch of CUDA kernel `{m.group(1)}` does not run on Ascend NPU"))
+    return sorted(sites)
 
 
 class CudaKernelSources(TextRule):
@@ -48,14 +69,9 @@ class CudaKernelSources(TextRule):
     TRIGGERS = ("__global__", "<<<")
 
     def apply(self, text: str) -> str:
-        code = _COMMENT_OR_LITERAL.sub(_blank, text)  # same offsets, comments and literals blanked
         lines = LineIndex(text)
-        for m in _KERNEL.finditer(code):
-            names = _NAME_BEFORE_PARAMS.findall(_LAUNCH_BOUNDS.sub("", m.group(1)))
-            what = f"CUDA kernel `{names[0]}`" if names else "a CUDA kernel"
-            self._report(lines, m.start(), f"{what} does not run on Ascend NPU")
-        for m in _LAUNCH.finditer(code):
-            self._report(lines, m.start(), f"launch of CUDA kernel `{m.group(1)}` does not run on Ascend NPU")
+        for offset, message in kernel_sites(text):
+            self._report(lines, offset, message)
         return text
 
     def _report(self, lines: LineIndex, offset: int, message: str) -> None:
