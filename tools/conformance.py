@@ -24,8 +24,15 @@ from typing import Any, Optional
 
 import yaml
 
+from npu_port.transpiler.generate.versions import SNAPSHOTTED_PACKAGES, VersionSet
 from npu_port.transpiler.tables import api_facts
-from npu_port.transpiler.tables.verl_keys import key_type, looks_like_verl_config, unknown_key
+from npu_port.transpiler.tables.verl_keys import (
+    _OPEN_TYPES,
+    _is_pass_through,
+    key_type,
+    looks_like_verl_config,
+    unknown_key,
+)
 
 CHECKED_PACKAGES = ("verl", "vllm", "ray", "transformers", "mindspeed_rl")
 # BaseConfig.update() treats `model` as a selector of the model section rather than an attribute.
@@ -45,6 +52,21 @@ class Issue:
 
 
 Facts = Callable[[str], api_facts.ApiSnapshot]
+
+# Snapshots of the releases a version set names that the main snapshot (the newest releases) does not
+# hold: written by `python -m tools.release_snapshots`, named <package>-<version>.json.
+RELEASES_DIR = api_facts.SNAPSHOT_DIR / "releases"
+
+
+def facts_for_set(version_set: VersionSet) -> Facts:
+    """The snapshot of each package at the release `version_set` targets."""
+    def facts(package: str) -> api_facts.ApiSnapshot:
+        main = api_facts.load(package)
+        wanted = version_set.versions.get(package) if package in SNAPSHOTTED_PACKAGES else None
+        if wanted is None or main.version == wanted:
+            return main
+        return api_facts.load(f"{package}-{wanted}", RELEASES_DIR)
+    return facts
 
 
 def _package_of(qualname: str) -> Optional[str]:
@@ -235,7 +257,7 @@ class _PythonChecker:
             for key, value in zip(stmt.value.keys, stmt.value.values):
                 if isinstance(key, ast.Constant) and isinstance(key.value, str):
                     literal = _literal(value)
-                    for issue in check_verl_keys([(key.value, literal)], line=key.lineno):
+                    for issue in check_verl_keys([(key.value, literal)], line=key.lineno, facts=self.facts):
                         self.issues.append(issue)
 
 
@@ -342,23 +364,46 @@ _COMPATIBLE = {
 }
 
 
-def check_verl_keys(pairs: Iterable[tuple[str, Any]], line: int = 0, config: str = "ppo_trainer") -> list[Issue]:
+def check_verl_keys(pairs: Iterable[tuple[str, Any]], line: int = 0, config: str = "ppo_trainer",
+                    facts: Facts = api_facts.load) -> list[Issue]:
     """Each dotted key must exist in VERL's packaged config (what is free-form there, such as Ray's
     runtime_env, is not looked into: transpiler/tables/verl_keys.py), with a value of a compatible type."""
-    version = api_facts.load("verl").version
+    snap = facts("verl")
+    version = snap.version
+    if version == api_facts.load("verl").version:
+        known: Callable[[str], bool] = lambda key: unknown_key(key, config, invented_ok=False) is None  # noqa: E731
+        typed: Callable[[str], Optional[str]] = lambda key: key_type(key, config)  # noqa: E731
+    else:  # an older release: its own packaged keys
+        keys = snap.config_keys(config)
+        known = lambda key: _known_in(keys, key)  # noqa: E731
+        typed = keys.get
     issues = []
     for key, value in pairs:
-        if unknown_key(key, config, invented_ok=False) is not None:
+        if not known(key):
             issues.append(Issue(line, 1, "error", key, f"{key} is not a key of VERL's {config}.yaml "
                                 f"(verl {version})"))
             continue
-        kind = key_type(key, config)
+        kind = typed(key)
         expected = _COMPATIBLE.get(kind) if kind else None
         if expected and value is not _UNKNOWN and value is not None and (
                 not isinstance(value, expected) or (kind in ("int", "float") and isinstance(value, bool))):
             issues.append(Issue(line, 1, "error", key, f"{key} holds a {kind} in VERL's {config}.yaml, "
                                 f"not a {type(value).__name__} ({value!r})"))
     return issues
+
+
+def _known_in(keys: dict[str, str], dotted: str) -> bool:
+    """Whether `dotted` is a key of `keys` or lies in a free-form part (as verl_keys.unknown_key judges)."""
+    parts = dotted.split(".")
+    for i in range(len(parts)):
+        prefix = ".".join(parts[: i + 1])
+        kind = keys.get(prefix)
+        if kind is None:
+            return False
+        has_children = any(k.startswith(prefix + ".") for k in keys)
+        if kind in _OPEN_TYPES or (kind == "dict" and (not has_children or _is_pass_through(prefix))):
+            return True
+    return True
 
 
 def _flatten(mapping: dict, prefix: str = "") -> Iterator[tuple[str, Any]]:
@@ -370,10 +415,10 @@ def _flatten(mapping: dict, prefix: str = "") -> Iterator[tuple[str, Any]]:
             yield dotted, value
 
 
-def check_verl_yaml(text: str) -> list[Issue]:
+def check_verl_yaml(text: str, facts: Facts = api_facts.load) -> list[Issue]:
     data = yaml.safe_load(text) or {}
     body = {k: v for k, v in data.items() if k not in ("defaults", "hydra")}
-    return check_verl_keys(_flatten(body))
+    return check_verl_keys(_flatten(body), facts=facts)
 
 
 def check_mindspeed_yaml(text: str, facts: Facts = api_facts.load) -> list[Issue]:
@@ -424,7 +469,7 @@ def check_file(path: Path, facts: Facts = api_facts.load) -> list[Issue]:
     if path.suffix in (".yaml", ".yml"):
         framework = config_framework(text)
         if framework == "verl":
-            return check_verl_yaml(text)
+            return check_verl_yaml(text, facts)
         if framework == "mindspeed_rl":
             return check_mindspeed_yaml(text, facts)
     return []

@@ -1,0 +1,93 @@
+"""Snapshot the exact releases the generated skeletons target (skeletons/version_sets.yaml).
+
+    python -m tools.release_snapshots --download-dir /work/wheels [--no-download]
+
+The rules check code against the newest releases (codemods/data/api/<package>.json, written by
+`python -m tools.api_snapshot`). A generated script instead targets one installable version set, so its
+names and config keys are checked against the releases of that set: for every verl, vllm, ray and
+transformers version a set names that the main snapshot does not already hold, this writes
+codemods/data/api/releases/<package>-<version>.json with the same extractor (tools/api_snapshot.py),
+from the wheel `pip download --no-deps` fetches. tools/conformance.py reads them (facts_for_set).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import subprocess
+import sys
+from collections.abc import Iterator
+from pathlib import Path
+
+from npu_port.transpiler.generate.versions import SNAPSHOTTED_PACKAGES, version_sets
+from npu_port.transpiler.tables import api_facts
+from tools import api_snapshot
+
+RELEASES_DIR = api_snapshot.DEFAULT_OUT / "releases"
+# distribution name on PyPI per snapshot stem
+DISTRIBUTIONS = {"verl": "verl", "vllm": "vllm", "ray": "ray", "transformers": "transformers"}
+
+
+def wanted_releases() -> list[tuple[str, str]]:
+    """(stem, version) of every release a version set names that the main snapshot lacks."""
+    wanted = set()
+    for release in version_sets().values():
+        for stem in SNAPSHOTTED_PACKAGES:
+            version = release.versions[stem]
+            if api_facts.load(stem).version != version:
+                wanted.add((stem, version))
+    return sorted(wanted)
+
+
+def release_wheel(stem: str, version: str, download_dir: Path, download: bool) -> Path:
+    distribution = DISTRIBUTIONS[stem]
+    if download:
+        download_dir.mkdir(parents=True, exist_ok=True)
+        subprocess.run([sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:", "--quiet",
+                        *api_snapshot.PIP_PLATFORM_ARGS, "-d", str(download_dir), f"{distribution}=={version}"],
+                       check=True)
+    found = [p for p in download_dir.glob(f"{stem}-{version}-*.whl")]
+    if not found:
+        raise api_snapshot.SnapshotError(f"no {distribution} {version} wheel in {download_dir}")
+    return found[0]
+
+
+@contextlib.contextmanager
+def _older_release(absent: list[str]) -> Iterator[None]:
+    """The extractor asks for the modules of the newest release; an older release may lack some
+    (verl 0.8.0 has no verl.trainer.ppo.v1). Those are left out and listed, not made up."""
+    original = api_snapshot.modules_table
+
+    def modules_table(tree, modules, *args, **kwargs):
+        present = [m for m in modules if tree.module_ast(m) is not None]
+        absent.extend(m for m in modules if m not in present)
+        return original(tree, present, *args, **kwargs)
+
+    api_snapshot.modules_table = modules_table  # type: ignore[assignment]
+    try:
+        yield
+    finally:
+        api_snapshot.modules_table = original  # type: ignore[assignment]
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tools.release_snapshots", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--download-dir", type=Path, required=True, help="where wheels go (outside the repo)")
+    parser.add_argument("--out", type=Path, default=RELEASES_DIR, help="release snapshot directory")
+    parser.add_argument("--no-download", action="store_true", help="use the wheels already in --download-dir")
+    args = parser.parse_args(argv)
+    for stem, version in wanted_releases():
+        wheel = release_wheel(stem, version, args.download_dir, not args.no_download)
+        absent: list[str] = []
+        with _older_release(absent):
+            record = api_snapshot.snapshot_wheel(stem, wheel)
+        record["generated_by"] = "python -m tools.release_snapshots"
+        if absent:
+            record["absent_modules"] = sorted(set(absent))
+        size = api_snapshot.write_json(record, args.out / f"{stem}-{version}.json")
+        print(f"{stem:13} {version:12} {size:>8} bytes  from {wheel.name}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
