@@ -135,3 +135,28 @@ def test_a_script_that_rebinds_an_imported_name_gets_its_copy_after_the_inlined_
     code, stdout = _standalone(script, tmp_path, *BASE)
     assert stdout == "0.0006\n"
     assert code.index("LR_config = 3e-4") < code.index("LR = LR_config") < code.index("def double")
+
+
+def test_a_registry_that_fills_itself_through_its_base_class_keeps_every_entry(tmp_path):
+    """Subclasses of a base with __init_subclass__ (and classes of a project metaclass) register when their
+    module runs: they are kept although the script never names them (they used to be left out)."""
+    code, stdout = _standalone(SCRIPTS / "s19_subclass_registry.py", tmp_path, *BASE)
+    assert stdout == ("['format', 'strict_format'] ['Judge']\n"
+                      "[1.0, 1.0]\n"
+                      "['format', 'length', 'strict_format']\n")
+    assert "class StrictFormatReward(FormatReward):" in code
+    assert "def _import_agentic_rl_rewards_length_reward():" in code  # registers on first use only
+
+
+def test_a_project_decorator_that_prints_keeps_a_lazy_module_lazy(tmp_path):
+    pkg = tmp_path / "proj"
+    pkg.mkdir()
+    (pkg / "__init__.py").write_text("")
+    (pkg / "timing.py").write_text('def timed(fn):\n    print("wrapping", fn.__name__)\n    return fn\n')
+    (pkg / "work.py").write_text("from proj.timing import timed\n\n\n@timed\ndef work():\n    return 42\n")
+    script = tmp_path / "deco.py"
+    script.write_text('def run():\n    from proj.work import work\n\n    return work()\n\n\nprint("start")\n'
+                      "print(run())\n")
+    code, stdout = _standalone(script, tmp_path, "--strip", "proj")
+    assert stdout == "start\nwrapping work\n42\n"
+    assert "def _import_proj_work():" in code

@@ -219,6 +219,8 @@ class Closure:
         if st.kind in ("docstring", "future", "main-guard", "import", "assign"):
             return None
         if st.kind == "def":
+            if self.hooks_class_creation(module, st):
+                return "external"  # registers itself through its base class: kept with its module
             if not st.decorator_ids:
                 return None
             touched = self._reach(module, [r for r in st.refs if id(r.node) in st.decorator_ids])
@@ -246,6 +248,36 @@ class Closure:
                 return "external"
             touched |= reached
         return touched or None
+
+    def hooks_class_creation(self, module: str, st: Statement) -> bool:
+        """A class whose creation runs project code: a project metaclass, or a project base class (at any
+        depth) with `__init_subclass__` or a project metaclass; the usual self-filling registry of plugins."""
+        node = st.node
+        if not isinstance(node, cst.ClassDef):
+            return False
+        return self._hooked(module, st, node, set())
+
+    def _hooked(self, module: str, st: Statement, node: cst.ClassDef, seen: set[Sym]) -> bool:
+        for arg in (*node.bases, *node.keywords):
+            ids = node_ids(arg.value)
+            for ref in (r for r in st.refs if id(r.node) in ids and r.local_import is None):
+                target, _ = self.project.resolve_chain(module, ref.name, ref.chain)
+                if not isinstance(target, Sym) or target in seen:
+                    continue
+                seen.add(target)
+                if arg.keyword is not None and arg.keyword.value == "metaclass":
+                    return True
+                info = self.info(target.module)
+                for index in info.local_bindings.get(target.name, []):
+                    base = info.statements[index]
+                    if not isinstance(base.node, cst.ClassDef):
+                        continue
+                    body = base.node.body.body if isinstance(base.node.body, cst.IndentedBlock) else ()
+                    if any(isinstance(b, cst.FunctionDef) and b.name.value == "__init_subclass__" for b in body):
+                        return True
+                    if self._hooked(target.module, base, base.node, seen):
+                        return True
+        return False
 
     def _reach(self, module: str, refs: Iterable[Ref]) -> set[Sym]:
         """The project state (non-constant module-level values) these reads can reach through definitions."""

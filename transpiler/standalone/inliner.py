@@ -475,7 +475,10 @@ class _Assembler:
         node = cst.parse_statement("\n".join(lines) + "\n")
         assert isinstance(node, cst.FunctionDef) and isinstance(node.body, cst.IndentedBlock)
         for i, stmt in enumerate(body):
-            body[i] = stmt.with_changes(leading_lines=_at_most_one_blank(stmt.leading_lines, first=i == 0))
+            lines = _at_most_one_blank(stmt.leading_lines, first=i == 0)
+            if i == 0 and isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
+                lines = [cst.EmptyLine(indent=False), *lines]  # a definition is set apart from the preamble
+            body[i] = stmt.with_changes(leading_lines=lines)
         return node.with_changes(body=node.body.with_changes(body=[*node.body.body, *body]))
 
     def _header_imports(self) -> list[cst.SimpleStatementLine]:

@@ -19,8 +19,8 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from npu_port.transpiler.analysis.imports import dotted_name
-from npu_port.transpiler.standalone.graph import ModuleInfo, ProjectImport, Statement
-from npu_port.transpiler.standalone.symbols import ModuleLoadError
+from npu_port.transpiler.standalone.graph import ModuleInfo, ProjectImport, Ref, Statement, node_ids
+from npu_port.transpiler.standalone.symbols import ModuleLoadError, Sym, Target
 
 if TYPE_CHECKING:
     from npu_port.transpiler.standalone.closure import Closure
@@ -101,6 +101,12 @@ class LazyPlan:
 
     # -- quiet statements ------------------------------------------------------------------------------
 
+    def _target(self, module: str, ref: Ref) -> Target:
+        if ref.local_import is not None:
+            return self.project.resolve_import(ref.local_import) if ref.local_import.kind != "conflict" \
+                else Sym(module, ref.name)
+        return self.project.resolve_chain(module, ref.name, ref.chain)[0]
+
     def _quiet(self, module: str, info: ModuleInfo, st: Statement) -> bool:
         """Whether running `st` has no effect anyone could observe, besides binding its names."""
         if st.kind in ("docstring", "future", "main-guard", "import"):
@@ -108,13 +114,30 @@ class LazyPlan:
         if st.kind == "assign":
             return st.literal_value or _quiet_code(st.node.body[0].value)  # type: ignore[attr-defined]
         if st.kind == "def":
-            # Decorators that record into project state (a registry) are effects; wrappers are not.
+            # A decorator that records into project state (a registry), a base class that registers its
+            # subclasses: effects. A project decorator runs project code when applied: not quiet either.
             if self.closure._effect(module, info, st) is not None:
+                return False
+            ids = _decorator_ids(st.node)
+            if any(id(r.node) in ids and isinstance(self._target(module, r), Sym) for r in st.refs):
                 return False
             return _quiet_definition(st.node)
         if isinstance(st.node, cst.If) and (dotted_name(st.node.test) or "").split(".")[-1] == "TYPE_CHECKING":
             return True
         return False
+
+
+def _decorator_ids(node: cst.CSTNode) -> set[int]:
+    """Ids of the nodes of every decorator applied when `node` (a def or class) runs: its own, and those
+    of the methods and classes in a class body (function bodies run later)."""
+    ids: set[int] = set()
+    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
+        for deco in node.decorators:
+            ids |= node_ids(deco)
+    if isinstance(node, cst.ClassDef) and isinstance(node.body, cst.IndentedBlock):
+        for inner in node.body.body:
+            ids |= _decorator_ids(inner)
+    return ids
 
 
 def _quiet_code(node: cst.CSTNode) -> bool:
