@@ -189,6 +189,8 @@ def _generate_table(kinds: tuple[str, ...], type_of=None) -> list[str]:
 
 def _verl_type(config: str, key: str) -> str:
     kind = api_facts.load("verl").config_keys(config).get(key)
+    if kind is None and unknown_key(key, config, invented_ok=False) is None:
+        return "passed on (inside a free-form mapping such as ray_kwargs.ray_init)"
     if kind is None:
         return "**not in VERL**"
     if kind == "null":
