@@ -18,6 +18,7 @@ from click.testing import CliRunner
 
 from npu_port.transpiler.analysis.import_policy import dynamic_imports, forbidden_imports, relative_imports
 from npu_port.transpiler.cli import cli
+from npu_port.transpiler.generate.contexts import version_set
 from npu_port.transpiler.generate.render import Rendered, render, schemas
 from tools import conformance
 
@@ -33,6 +34,7 @@ KNOWN_SNAPSHOT_GAPS = {
     "verl.trainer.main_ppo.get_ppo_ray_runtime_env",
     "verl.trainer.ppo.utils.need_critic",
     "verl.trainer.ppo.utils.need_reference_policy",
+    "verl.trainer.main_ppo.migrate_legacy_reward_impl",  # verl 0.8.0
 }
 
 
@@ -40,11 +42,15 @@ def option_sets() -> list[Path]:
     return sorted(p for p in FIXTURES.glob("*/*") if p.is_dir())
 
 
-def render_case(case: Path) -> Rendered:
+def case_values(case: Path) -> dict:
     kind = case.parent.name
     spec = yaml.safe_load((case / "spec.yaml").read_text()) or {}
     spec.pop("kind", None)
-    return render(kind, schemas()[kind].validate(spec))
+    return schemas()[kind].validate(spec)
+
+
+def render_case(case: Path) -> Rendered:
+    return render(case.parent.name, case_values(case))
 
 
 def all_outputs() -> list[tuple[str, str, str]]:
@@ -57,6 +63,12 @@ def all_outputs() -> list[tuple[str, str, str]]:
         if rendered.config is not None:
             out.append((cid, "config.yaml", rendered.config))
     return out
+
+
+def facts_of(cid: str) -> conformance.Facts:
+    """The snapshots of the releases the case's version set targets."""
+    values = case_values(FIXTURES / cid)
+    return conformance.facts_for_set(version_set(values)) if "vllm_version" in values else conformance.api_facts.load
 
 
 OUTPUTS = all_outputs()
@@ -90,7 +102,7 @@ def test_output_is_valid_and_conforms(cid, name, text):
         assert not forbidden_imports(tree, FORBIDDEN_IMPORTS)
         assert not relative_imports(tree)
         assert not dynamic_imports(tree)
-        issues = conformance.check_python(text)
+        issues = conformance.check_python(text, facts_of(cid))
     elif name.endswith(".sh"):
         proc = subprocess.run(["bash", "-n"], input=text.encode(), capture_output=True)
         assert proc.returncode == 0, proc.stderr.decode()
@@ -99,7 +111,7 @@ def test_output_is_valid_and_conforms(cid, name, text):
     else:
         framework = conformance.config_framework(text)
         assert framework in ("verl", "mindspeed_rl")
-        issues = (conformance.check_verl_yaml(text) if framework == "verl"
+        issues = (conformance.check_verl_yaml(text, facts_of(cid)) if framework == "verl"
                   else conformance.check_mindspeed_yaml(text))
     errors = [str(i) for i in issues if i.severity == "error"]
     assert not errors
@@ -110,10 +122,15 @@ def test_output_is_valid_and_conforms(cid, name, text):
 @pytest.mark.parametrize("cid,name,text", [o for o in OUTPUTS if o[1] == "train.py" or o[1] == "pipeline.py"],
                          ids=lambda v: v if isinstance(v, str) and "/" in v else "")
 def test_script_overrides_equal_config_out(cid, name, text):
-    """The script's OVERRIDES and the --config-out YAML are the same settings."""
+    """The script's settings (OVERRIDES, ADDED_OVERRIDES, the NPU env vars in Ray's runtime_env) and the
+    --config-out YAML are the same."""
     tree = ast.parse(text)
-    overrides = next(ast.literal_eval(s.value) for s in tree.body
-                     if isinstance(s, ast.Assign) and getattr(s.targets[0], "id", "") == "OVERRIDES")
+    assigned = {s.targets[0].id: ast.literal_eval(s.value) for s in tree.body
+                if isinstance(s, ast.Assign) and isinstance(s.targets[0], ast.Name) and s.targets[0].id.isupper()
+                and isinstance(s.value, ast.Dict)}
+    overrides = dict(conformance._flatten({**assigned["OVERRIDES"], **assigned["ADDED_OVERRIDES"]}))
+    for env_name, value in assigned["NPU_ENV_VARS"].items():
+        overrides[f"ray_kwargs.ray_init.runtime_env.env_vars.{env_name}"] = value
     config = next(t for c, n, t in OUTPUTS if c == cid and n == "config.yaml")
     data = yaml.safe_load(config)
     assert data["defaults"] == ["ppo_trainer", "_self_"]
@@ -126,7 +143,8 @@ def test_npu_facts_in_verl_output():
     assert "'trainer.device': 'npu'" in text
     assert "'trainer.n_gpus_per_node': 8" in text  # the key keeps its name on NPU
     assert "'actor_rollout_ref.rollout.name': 'vllm'" in text
-    assert 'resources={"NPU": NPUS_PER_NODE}' in text
+    assert "'ray_kwargs.ray_init.address': 'auto'" in text  # two nodes join the cluster `ray start` built
+    assert "ray.init(" not in text  # VERL's run_ppo starts Ray, after its own set-up
     assert "'critic.optim.lr'" in text and "'algorithm.adv_estimator': 'gae'" in text
     for wrong in ("n_npus_per_node", "npu_memory_utilization", "num_gpus", 'device="npu"', "vllm-ascend'"):
         assert wrong not in text

@@ -18,8 +18,10 @@ import click
 import yaml
 
 from npu_port.transpiler.core.files import ReadError, read_text, yaml_too_deep
+from npu_port.transpiler.generate.contexts import version_set
 from npu_port.transpiler.generate.render import render, schemas
 from npu_port.transpiler.generate.schema import Option, OptionError, Schema
+from npu_port.transpiler.generate.versions import VersionSetError
 from npu_port.transpiler.output.output_files import write_data
 
 
@@ -111,8 +113,8 @@ def _too_many_values(data: Any, limit: int) -> bool:
 
 
 def _make_command(schema: Schema) -> click.Command:
-    def run(output: Optional[Path], spec: Optional[Path], config_out: Optional[Path], force: bool,
-            show_options: bool, **cli_values: Any) -> None:
+    def run(output: Optional[Path], spec: Optional[Path], config_out: Optional[Path],
+            requirements_out: Optional[Path], force: bool, show_options: bool, **cli_values: Any) -> None:
         given: dict[str, Any] = load_spec(spec) if spec else {}
         spec_kind = given.pop("kind", schema.kind)
         if spec_kind != schema.kind:
@@ -124,13 +126,22 @@ def _make_command(schema: Schema) -> click.Command:
             values = schema.validate(given)
         except OptionError as exc:
             raise click.UsageError("invalid options:\n  " + "\n  ".join(exc.problems)) from None
+        versions = None
+        if "vllm_version" in schema.options:
+            try:
+                versions = version_set(values)  # --verl-version and --vllm-version must name one installable set
+            except VersionSetError as exc:
+                raise click.UsageError(f"invalid options:\n  {exc}") from None
+        elif requirements_out is not None:
+            raise click.UsageError(f"{schema.kind} has no pinned pip stack (MindSpeed-RL installs from its git "
+                                   "source with its own requirements); drop --requirements-out")
         if show_options:
             click.echo(yaml.safe_dump({"kind": schema.kind, **values}, sort_keys=False), nl=False)
             return
         rendered = render(schema.kind, values, extra)
         if schema.template.endswith(".py.j2"):
             ast.parse(rendered.main)  # a template bug must never reach the user's disk
-        targets = [p for p in (output, config_path) if p is not None and str(p) != "-"]
+        targets = [p for p in (output, config_path, requirements_out) if p is not None and str(p) != "-"]
         existing = [str(p) for p in targets if p.exists()]
         if existing and not force:
             raise click.UsageError(f"{', '.join(existing)} already exist(s); use --force to overwrite")
@@ -142,6 +153,10 @@ def _make_command(schema: Schema) -> click.Command:
         if config_path is not None and rendered.config is not None:
             write_data(config_path, rendered.config.encode("utf-8"), 0o644)
             click.echo(f"wrote {config_path}", err=True)
+        if requirements_out is not None and versions is not None:
+            write_data(requirements_out, versions.requirements_text().encode("utf-8"), 0o644,
+                       what="--requirements-out")
+            click.echo(f"wrote {requirements_out}", err=True)
 
     run.__doc__ = schema.summary
     command = run
@@ -155,6 +170,9 @@ def _make_command(schema: Schema) -> click.Command:
         click.option("--config-out", type=click.Path(path_type=Path, dir_okay=False),
                      help="Also write the matching framework config (VERL / MindSpeed-RL YAML)."
                      if schema.config_template else "Not used by this kind."),
+        click.option("--requirements-out", type=click.Path(path_type=Path, dir_okay=False),
+                     help="Also write the pinned Ascend stack the output targets (pip requirements, e.g. "
+                     "requirements-npu.txt)."),
         click.option("--force", is_flag=True, help="Overwrite existing files."),
         click.option("--show-options", is_flag=True,
                      help="Print the effective options as a YAML spec (usable with --from) and exit."),

@@ -7,7 +7,14 @@ never disagree. Keys are VERL's own (ppo_trainer.yaml); `gpu` in a key name stay
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from typing import Any
+from functools import cache
+from importlib import resources
+from typing import Any, Optional
+
+import yaml
+
+from npu_port.transpiler.generate.versions import VersionSet, choose
+from npu_port.transpiler.tables import api_facts
 
 Override = tuple[str, Any]
 
@@ -87,6 +94,40 @@ def verl_overrides(v: Mapping[str, Any], *, save_hf_model: bool = False) -> list
     return groups
 
 
+@cache
+def npu_env_vars() -> dict[str, str]:
+    """The Ascend additions to Ray's runtime_env (skeletons/npu_env.yaml)."""
+    text = (resources.files("npu_port.skeletons") / "npu_env.yaml").read_text(encoding="utf-8")
+    return {str(k): str(v) for k, v in yaml.safe_load(text)["env_vars"].items()}
+
+
+def ray_address(v: Mapping[str, Any]) -> Optional[str]:
+    """Where Ray runs: the given address; "auto" (join the cluster started with `ray start`) for more
+    than one node, since a Ray started by the script holds this node's NPUs only; None: a local Ray."""
+    if v.get("ray_address"):
+        return v["ray_address"]
+    return "auto" if v["nnodes"] > 1 else None
+
+
+def added_overrides(v: Mapping[str, Any]) -> list[tuple[str, list[Override]]]:
+    """Keys that go into mappings VERL passes on as they are (Hydra's `+key=value`): ray_kwargs.ray_init is
+    `ray.init(**ray_init)` in run_ppo, engine_kwargs.<engine> the rollout engine's own arguments."""
+    address = ray_address(v)
+    ray_init: list[Override] = [("ray_kwargs.ray_init.address", address)] if address else [
+        ("ray_kwargs.ray_init.resources", {"NPU": v["devices_per_node"]})]
+    groups = [("Ray: run_ppo calls ray.init with these, after its own set-up (VERL_FULL_DETERMINISM, ...)",
+               ray_init)]
+    if v["rollout_engine"] == "sglang":
+        # VERL's *_sglang_*_npu.sh examples select SGLang's Ascend attention kernels this way.
+        groups.append(("SGLang on Ascend: its NPU attention backend", [
+            ("actor_rollout_ref.rollout.engine_kwargs.sglang.attention_backend", "ascend")]))
+    return groups
+
+
+def version_set(v: Mapping[str, Any]) -> VersionSet:
+    return choose(v.get("verl_version"), v.get("vllm_version"))
+
+
 def nest(pairs: list[Override]) -> dict[str, Any]:
     """{"a.b": 1, "a.c": 2} -> {"a": {"b": 1, "c": 2}}."""
     root: dict[str, Any] = {}
@@ -99,19 +140,29 @@ def nest(pairs: list[Override]) -> dict[str, Any]:
     return root
 
 
+def _verl_context(v: Mapping[str, Any], groups: list[tuple[str, list[Override]]]) -> dict[str, Any]:
+    added = added_overrides(v)
+    vs = version_set(v)
+    return {"override_groups": groups, "added_groups": added, "ray_address_value": ray_address(v),
+            "versions": vs, "version_header": vs.header_lines(),
+            "verl_config": nest([kv for _, g in groups + added for kv in g]
+                                + [("ray_kwargs.ray_init.runtime_env.env_vars", npu_env_vars())])}
+
+
 def _verl_train(v: Mapping[str, Any]) -> dict[str, Any]:
-    groups = verl_overrides(v)
-    return {"override_groups": groups, "verl_config": nest([kv for _, g in groups for kv in g])}
+    return _verl_context(v, verl_overrides(v))
 
 
 def _pipeline(v: Mapping[str, Any]) -> dict[str, Any]:
-    groups = verl_overrides(v, save_hf_model=True)
-    return {"override_groups": groups, "verl_config": nest([kv for _, g in groups for kv in g])}
+    return _verl_context(v, verl_overrides(v, save_hf_model=True))
 
 
 def _msrl_train(v: Mapping[str, Any]) -> dict[str, Any]:
     # config_file: where the launch script finds the YAML, relative to itself (`generate` passes the real one).
-    return {"num_npus": v["nnodes"] * v["npus_per_node"], "config_file": v["config_name"] + ".yaml"}
+    snap = api_facts.load("mindspeed_rl")
+    target = f"Targets: MindSpeed-RL {snap.version} (git {(snap.commit or '')[:10]}), the release its keys were read from."
+    return {"num_npus": v["nnodes"] * v["npus_per_node"], "config_file": v["config_name"] + ".yaml",
+            "version_header": [target]}
 
 
 CONTEXT_BUILDERS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
@@ -123,7 +174,9 @@ CONTEXT_BUILDERS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {
 
 def _vllm_infer(v: Mapping[str, Any]) -> dict[str, Any]:
     # The adapter partial is shared with `pipeline`, where gpu_memory_utilization means the rollout's share.
-    return {"inference_memory_utilization": v["gpu_memory_utilization"]}
+    vs = version_set(v)
+    return {"inference_memory_utilization": v["gpu_memory_utilization"], "versions": vs,
+            "version_header": vs.header_lines()}
 
 
 CONTEXT_BUILDERS["vllm-infer"] = _vllm_infer

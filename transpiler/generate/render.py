@@ -9,6 +9,7 @@ them, so no template can paste a raw value into code.
 from __future__ import annotations
 
 import math
+import re
 import shlex
 from collections.abc import Mapping
 from dataclasses import dataclass
@@ -19,7 +20,7 @@ from typing import Any, Optional
 import jinja2
 import yaml
 
-from npu_port.transpiler.generate.contexts import CONTEXT_BUILDERS
+from npu_port.transpiler.generate.contexts import CONTEXT_BUILDERS, npu_env_vars
 from npu_port.transpiler.generate.schema import Schema, is_identifier, parse_schema
 
 # kind name -> folder under skeletons/, in dependency order (a schema may extend an earlier one).
@@ -78,7 +79,19 @@ def identifier(value: Any) -> str:
     return value
 
 
-SAFE_FILTERS = {"py": python_literal, "yaml": yaml_scalar, "yaml_block": yaml_block, "sh": shell_word,
+_DOC_TEXT = re.compile(r"[A-Za-z0-9 .,:;()=`'/+_<>{}\[\]-]*")
+
+
+def doc_text(value: Any) -> str:
+    """Plain text inside a docstring or a comment: one line, no quotes or backslashes that could end or
+    escape it (version numbers and the version set's wording, never a user's free text)."""
+    text = str(value) if isinstance(value, (int, str)) and not isinstance(value, bool) else None
+    if text is None or not _DOC_TEXT.fullmatch(text):
+        raise RenderError(f"not plain one-line text: {value!r}")
+    return text
+
+
+SAFE_FILTERS = {"py": python_literal, "doc": doc_text, "yaml": yaml_scalar, "yaml_block": yaml_block, "sh": shell_word,
                 "ident": identifier}
 
 
@@ -107,12 +120,6 @@ def schemas() -> dict[str, Schema]:
         if loaded[kind].kind != kind:
             raise RenderError(f"{folder}/schema.yaml names kind {loaded[kind].kind!r}, expected {kind!r}")
     return loaded
-
-
-@cache
-def npu_env_vars() -> dict[str, str]:
-    text = (resources.files("npu_port.skeletons") / "npu_env.yaml").read_text(encoding="utf-8")
-    return {str(k): str(v) for k, v in yaml.safe_load(text)["env_vars"].items()}
 
 
 @dataclass(frozen=True)

@@ -138,7 +138,8 @@ def is_identifier(text: str) -> bool:
 @dataclass(frozen=True)
 class Constraint:
     """A rule across options: the product of `a` divides (`divides`) or is at most (`at_most`) the
-    product of `b`; `sum_at_most` compares sums instead.
+    product of `b`; `sum_at_most` compares sums instead; `at_least` holds when the product of `a` is at
+    least `value` (a number, not an option: GRPO needs two or more responses per prompt).
 
     `when` restricts it to some option values (e.g. only for algorithm=ppo). `message` is formatted
     with the option values.
@@ -149,10 +150,13 @@ class Constraint:
     b: tuple[str, ...]
     message: str
     when: tuple[tuple[str, Any], ...] = ()
+    value: Optional[float] = None
 
     def holds(self, values: Mapping[str, Any]) -> bool:
         if any(values.get(k) != v for k, v in self.when):
             return True
+        if self.rule == "at_least":
+            return self.value is not None and math.prod(values[n] for n in self.a) >= self.value
         if self.rule == "sum_at_most":
             return sum(values[n] for n in self.a) <= sum(values[n] for n in self.b)
         a = math.prod(values[n] for n in self.a)
@@ -240,8 +244,11 @@ def _parse_option(kind: str, name: str, spec: Mapping[str, Any]) -> Option:
 
 def _parse_constraint(schema: Schema, spec: Mapping[str, Any]) -> Constraint:
     c = Constraint(rule=spec.get("rule", ""), a=tuple(spec.get("a", ())), b=tuple(spec.get("b", ())),
-                   message=spec.get("message", ""), when=tuple((spec.get("when") or {}).items()))
-    if c.rule not in ("divides", "at_most", "sum_at_most") or not c.a or not c.b or not c.message:
+                   message=spec.get("message", ""), when=tuple((spec.get("when") or {}).items()),
+                   value=spec.get("value"))
+    needs_b = c.rule != "at_least"
+    if (c.rule not in ("divides", "at_most", "sum_at_most", "at_least") or not c.a or bool(c.b) != needs_b
+            or not c.message or (c.rule == "at_least") != isinstance(c.value, (int, float))):
         raise SchemaError(f"{schema.kind}: malformed constraint {dict(spec)!r}")
     for name in c.a + c.b + tuple(k for k, _ in c.when):
         if name not in schema.options or (name in c.a + c.b and schema.options[name].type != "int"):
