@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ast
 import os
+import random
 import subprocess
 import sys
 from pathlib import Path
@@ -160,3 +161,10 @@ def test_a_project_decorator_that_prints_keeps_a_lazy_module_lazy(tmp_path):
     code, stdout = _standalone(script, tmp_path, "--strip", "proj")
     assert stdout == "start\nwrapping work\n42\n"
     assert "def _import_proj_work():" in code
+
+
+def test_an_assignment_whose_call_has_an_effect_runs_though_nobody_reads_it(tmp_path):
+    code, stdout = _standalone(SCRIPTS / "s20_seed_at_import.py", tmp_path, *BASE)
+    assert "SEED = seed_everything(1234)" in code  # left out before: the numbers differed
+    rng = random.Random(1234)  # what random.seed(1234) gives the module-level functions
+    assert stdout == f"{[rng.randint(0, 9) for _ in range(8)]}\n"

@@ -18,6 +18,7 @@ import libcst as cst
 from npu_port.transpiler.analysis.imports import iter_scope_statements
 from npu_port.transpiler.standalone.errors import Problem
 from npu_port.transpiler.standalone.graph import ModuleInfo, ProjectImport, Ref, Statement, code_of, node_ids
+from npu_port.transpiler.standalone.quiet import quiet_code
 from npu_port.transpiler.standalone.symbols import (
     Builtin,
     Dunder,
@@ -216,7 +217,12 @@ class Closure:
 
     def _effect(self, module: str, info: ModuleInfo, st: Statement):
         """None (no effect kept), "external", or the set of project state the statement changes."""
-        if st.kind in ("docstring", "future", "main-guard", "import", "assign"):
+        if st.kind == "assign":
+            value = st.node.body[0].value  # type: ignore[attr-defined]
+            if value is None or st.literal_value or quiet_code(value):
+                return None
+            return "external"  # `SEED = seed_everything(0)`: the call runs with its module, read or not
+        if st.kind in ("docstring", "future", "main-guard", "import"):
             return None
         if st.kind == "def":
             if self.hooks_class_creation(module, st):

@@ -19,23 +19,12 @@ from typing import TYPE_CHECKING
 import libcst as cst
 
 from npu_port.transpiler.analysis.imports import dotted_name
-from npu_port.transpiler.standalone.graph import ModuleInfo, ProjectImport, Ref, Statement, node_ids
+from npu_port.transpiler.standalone.graph import ModuleInfo, ProjectImport, Ref, Statement
+from npu_port.transpiler.standalone.quiet import decorator_ids, quiet_code, quiet_definition
 from npu_port.transpiler.standalone.symbols import ModuleLoadError, Sym, Target
 
 if TYPE_CHECKING:
     from npu_port.transpiler.standalone.closure import Closure
-
-# Calls that only build a value when a module runs, with nothing observable: a lazy module made of such
-# statements can be inlined at the top. Any other call (a print, a registration, a logger set-up, a call
-# into the project) keeps the module lazy.
-QUIET_CALLS = frozenset({
-    "field", "namedtuple", "NamedTuple", "TypedDict", "TypeVar", "NewType", "ParamSpec", "cast",
-    "dict", "list", "set", "frozenset", "tuple", "object", "defaultdict", "OrderedDict", "deque", "Counter",
-    "partial", "property", "staticmethod", "classmethod",
-    # decorators that wrap, built by a call
-    "dataclass", "lru_cache", "cache", "wraps", "total_ordering",
-})
-
 
 class LazyPlan:
     """Which lazily imported modules are deferred, and which loaders an import statement must call."""
@@ -112,78 +101,16 @@ class LazyPlan:
         if st.kind in ("docstring", "future", "main-guard", "import"):
             return True
         if st.kind == "assign":
-            return st.literal_value or _quiet_code(st.node.body[0].value)  # type: ignore[attr-defined]
+            return st.literal_value or quiet_code(st.node.body[0].value)  # type: ignore[attr-defined]
         if st.kind == "def":
             # A decorator that records into project state (a registry), a base class that registers its
             # subclasses: effects. A project decorator runs project code when applied: not quiet either.
             if self.closure._effect(module, info, st) is not None:
                 return False
-            ids = _decorator_ids(st.node)
+            ids = decorator_ids(st.node)
             if any(id(r.node) in ids and isinstance(self._target(module, r), Sym) for r in st.refs):
                 return False
-            return _quiet_definition(st.node)
+            return quiet_definition(st.node)
         if isinstance(st.node, cst.If) and (dotted_name(st.node.test) or "").split(".")[-1] == "TYPE_CHECKING":
             return True
         return False
-
-
-def _decorator_ids(node: cst.CSTNode) -> set[int]:
-    """Ids of the nodes of every decorator applied when `node` (a def or class) runs: its own, and those
-    of the methods and classes in a class body (function bodies run later)."""
-    ids: set[int] = set()
-    if isinstance(node, (cst.FunctionDef, cst.ClassDef)):
-        for deco in node.decorators:
-            ids |= node_ids(deco)
-    if isinstance(node, cst.ClassDef) and isinstance(node.body, cst.IndentedBlock):
-        for inner in node.body.body:
-            ids |= _decorator_ids(inner)
-    return ids
-
-
-def _quiet_code(node: cst.CSTNode) -> bool:
-    """No call runs (lambda bodies do not run), other than the QUIET_CALLS constructors."""
-    finder = _Calls()
-    node.visit(finder)
-    return not finder.loud
-
-
-class _Calls(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.loud = False
-
-    def visit_Lambda(self, node: cst.Lambda) -> bool:
-        return False
-
-    def visit_Await(self, node: cst.Await) -> None:
-        self.loud = True
-
-    def visit_Yield(self, node: cst.Yield) -> None:
-        self.loud = True
-
-    def visit_Call(self, node: cst.Call) -> None:
-        name = dotted_name(node.func) or ""
-        if name.rsplit(".", 1)[-1] not in QUIET_CALLS:
-            self.loud = True
-
-
-def _quiet_definition(node: cst.CSTNode) -> bool:
-    """A def whose defaults and decorators call nothing, or a class whose bases and body are quiet."""
-    if isinstance(node, cst.FunctionDef):
-        return all(_quiet_code(d.decorator) for d in node.decorators) and _quiet_code(node.params)
-    if isinstance(node, cst.ClassDef):
-        heads = [d.decorator for d in node.decorators] + [a.value for a in (*node.bases, *node.keywords)]
-        if not all(_quiet_code(h) for h in heads):
-            return False
-        body = node.body.body if isinstance(node.body, cst.IndentedBlock) else [node.body]
-        return all(_quiet_class_statement(s) for s in body)
-    return False
-
-
-def _quiet_class_statement(stmt: cst.CSTNode) -> bool:
-    if isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-        return _quiet_definition(stmt)
-    if isinstance(stmt, (cst.SimpleStatementLine, cst.SimpleStatementSuite)):
-        return all(isinstance(s, (cst.Pass, cst.Expr, cst.Assign, cst.AnnAssign)) and _quiet_code(s)
-                   for s in stmt.body)
-    return False
-
