@@ -131,10 +131,24 @@ def test_a_second_run_on_the_output_changes_nothing(converted):
     assert tree_digest(again) == tree_digest(out)
 
 
+class SpinRule(HazardRule):
+    """Test-only rule: spends CPU without end where a file names its marker (HazardRule's hang sleeps)."""
+
+    ID = "test-spin"
+    TRIGGERS = ("SPIN_HERE",)
+
+    def visit_Name(self, node) -> None:
+        while node.value == "SPIN_HERE":
+            pass
+
+
 @pytest.fixture
 def with_hazard_rule(monkeypatch):
+    from npu_port.transpiler.bulk import runner
+
     real = registry.all_rules()
-    monkeypatch.setattr(registry, "all_rules", lambda: {**real, HazardRule.ID: HazardRule})
+    monkeypatch.setattr(registry, "all_rules", lambda: {**real, HazardRule.ID: HazardRule, SpinRule.ID: SpinRule})
+    monkeypatch.setattr(runner, "INLINE_MAX_BYTES", 0)  # workers even for this small tree: a crash costs one
 
 
 @pytest.mark.slow  # waits out a hang's timeout
@@ -142,22 +156,36 @@ def with_hazard_rule(monkeypatch):
 def test_a_crash_a_hang_and_a_rule_bug_cost_one_file_each(tmp_path, with_hazard_rule, jobs):
     src = tmp_path / "repo"
     src.mkdir()
-    for name in HAZARD_FAILURES:
-        marker = {"crash.py": "CRASH_HERE", "hang.py": "HANG_HERE", "raises.py": "RAISE_HERE"}[name]
+    markers = {"crash.py": "CRASH_HERE", "hang.py": "HANG_HERE", "raises.py": "RAISE_HERE", "spin.py": "SPIN_HERE"}
+    for name, marker in markers.items():
         (src / name).write_text(f"import torch\n{marker} = torch.ones(1).cuda()\n")
     for i in range(6):
         (src / f"ok_{i}.py").write_text(f"import torch\nx{i} = torch.ones(1).cuda()\n")
     out = tmp_path / "out"
-    r = convert(str(src), "--out", str(out), "-j", jobs, "--timeout", "3", "--no-cache",
-                "--select", f"tensor-cuda-method,{HazardRule.ID}",
+    r = convert(str(src), "--out", str(out), "-j", jobs, "--timeout", "1", "--no-cache",
+                "--select", f"tensor-cuda-method,{HazardRule.ID},{SpinRule.ID}",
                 "--report", str(tmp_path / "r.json"))
     assert r.exit_code == 1, r.output
     errors = {Path(e["file"]).name: e["error"] for e in _report(tmp_path / "r.json")["errors"]}
-    assert set(errors) == HAZARD_FAILURES
+    assert set(errors) == HAZARD_FAILURES | {"spin.py"}
     assert "SIGSEGV" in errors["crash.py"]
-    assert "timed out after 3s" in errors["hang.py"]
+    # --timeout counts CPU time; a file that waits without using any gets four times that in wall time.
+    assert errors["spin.py"].startswith("timed out after 1s of CPU time")
+    assert errors["hang.py"].startswith("timed out: no result after 4s of wall-clock time")
     assert "ValueError: a rule bug" in errors["raises.py"]
     for i in range(6):
         assert (out / f"ok_{i}.py").read_text() == f"import torch\nx{i} = torch.ones(1).npu()\n"
-    for name in HAZARD_FAILURES:
+    for name in [*HAZARD_FAILURES, "spin.py"]:
         assert (out / name).read_bytes() == (src / name).read_bytes()
+
+
+def test_the_cpu_limit_and_the_wall_allowance_hold_in_this_process_too(with_hazard_rule):
+    from npu_port.transpiler.bulk.executors import InlineExecutor
+    from npu_port.transpiler.bulk.worker import Task
+
+    settings = Settings(select=(SpinRule.ID,))
+    inline = InlineExecutor([(settings, [SpinRule])], timeout=0.2)
+    inline.submit(Task(0, "spin.py", "spin.py", "python", data=b"SPIN_HERE = 1\n"))
+    (result,) = inline.poll(0)
+    assert result.outcome.status == "failed" and result.outcome.error.startswith("timed out after 0.2s of CPU time")
+    assert result.digest is None  # never cached: a later run tries again

@@ -161,11 +161,42 @@ def test_largest_files_go_first_and_results_come_back_in_input_order(tmp_path, m
     files = list(discover([src]))
     recorder = _Recording()
     monkeypatch.setattr(runner, "ProcessExecutor", lambda *a, **k: recorder)
+    monkeypatch.setattr(runner, "INLINE_MAX_BYTES", 0)  # a pool from the first file on
     handed = []
     result = run(files, SETTINGS, lambda s, c, o: handed.append(s.display), config=RunConfig(ordered=True))
     sizes = [next(f for f in files if f.display == d).path.stat().st_size for d in recorder.given]
     assert sizes == sorted(sizes, reverse=True) and len(sizes) == 12
     assert handed == [f.display for f in files] == [o.path for o in result.outcomes]
+
+
+def _no_pool(*args, **kwargs):
+    raise AssertionError("a small run must not start a worker pool")
+
+
+def test_a_small_run_converts_in_this_process_with_the_same_results(tmp_path, monkeypatch):
+    src = _tree(tmp_path)
+    files = list(discover([src]))
+    pooled = {}
+    monkeypatch.setattr(runner, "ProcessExecutor", lambda *a, **k: _Recording())
+    monkeypatch.setattr(runner, "INLINE_MAX_BYTES", 0)
+    run(files, SETTINGS, lambda s, c, o: pooled.__setitem__(s.display, (c.outcome, c.output)))
+    monkeypatch.undo()
+    monkeypatch.setattr(runner, "ProcessExecutor", _no_pool)
+    inline = {}
+    result = run(files, SETTINGS, lambda s, c, o: inline.__setitem__(s.display, (c.outcome, c.output)))
+    assert inline == pooled and len([o for o in result.outcomes if o.status == "converted"]) == 12
+
+
+def test_a_run_past_the_inline_bound_hands_every_file_to_the_pool_largest_first(tmp_path, monkeypatch):
+    src = _tree(tmp_path)
+    files = list(discover([src]))
+    recorder = _Recording()
+    monkeypatch.setattr(runner, "ProcessExecutor", lambda *a, **k: recorder)
+    largest = sorted((f.path.stat().st_size for f in files if f.path.name.startswith("m")), reverse=True)
+    monkeypatch.setattr(runner, "INLINE_MAX_BYTES", sum(largest[:3]))  # the fourth file to parse starts the pool
+    run(files, SETTINGS, lambda s, c, o: None)
+    sizes = [next(f for f in files if f.display == d).path.stat().st_size for d in recorder.given]
+    assert sizes == sorted(sizes, reverse=True) and len(sizes) == 12
 
 
 @pytest.mark.parametrize("depth,flagged", [(50, False), (200, False), (201, True), (3000, True)])

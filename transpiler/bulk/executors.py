@@ -13,6 +13,7 @@ import multiprocessing as mp
 import os
 import shutil
 import signal
+import sys
 import tempfile
 import time
 from collections import deque
@@ -21,7 +22,15 @@ from multiprocessing.connection import Connection, wait
 from typing import Optional, Protocol
 
 from npu_port.transpiler.bulk.isolation import clean_start, current_dir, enter_worker, worker_sys_path
-from npu_port.transpiler.bulk.worker import Result, Task, convert_task, raise_recursion_limit, timeout_message
+from npu_port.transpiler.bulk.worker import (
+    WORKER_RECURSION_LIMIT,
+    Result,
+    Task,
+    convert_within,
+    raise_recursion_limit,
+    wall_allowance,
+    wall_timeout_message,
+)
 from npu_port.transpiler.core.report import FileOutcome
 from npu_port.transpiler.core.rules import Rule
 from npu_port.transpiler.core.settings import Settings
@@ -62,7 +71,8 @@ def _mp_context():
     return mp.get_context("spawn")
 
 
-def _worker_main(conn: Connection, jobs: Sequence[Job], path: list[str], cwd: Optional[str]) -> None:
+def _worker_main(conn: Connection, jobs: Sequence[Job], timeout: float, path: list[str],
+                 cwd: Optional[str]) -> None:
     enter_worker(path, cwd)
     # Ctrl-C reaches the whole process group; the parent alone decides what stops.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
@@ -74,13 +84,14 @@ def _worker_main(conn: Connection, jobs: Sequence[Job], path: list[str], cwd: Op
             return
         if task is None:
             return
-        conn.send(convert_task(task, *jobs[task.group]))
+        conn.send(convert_within(task, timeout, *jobs[task.group]))
 
 
 class _Worker:
-    def __init__(self, ctx, jobs: Sequence[Job], path: list[str], empty_dir: str):
+    def __init__(self, ctx, jobs: Sequence[Job], timeout: float, path: list[str], empty_dir: str):
         self.conn, child = ctx.Pipe()
-        self.process = ctx.Process(target=_worker_main, args=(child, jobs, path, current_dir()), daemon=True)
+        self.process = ctx.Process(target=_worker_main, args=(child, jobs, timeout, path, current_dir()),
+                                   daemon=True)
         with clean_start(path, empty_dir):
             self.process.start()
         child.close()
@@ -119,6 +130,9 @@ class ProcessExecutor:
         self._path = worker_sys_path(inputs)
         self._empty_dir: Optional[str] = None  # where workers start, made with the first one
         self.timeout = timeout
+        # The worker bounds each file by CPU time and a wall-clock allowance itself; this later
+        # deadline is for native code that never returns to Python, where its handlers cannot run.
+        self.deadline = wall_allowance(timeout) + 5
         self._ctx = _mp_context()
         self._queue: deque[Task] = deque()
         self._workers: list[_Worker] = []
@@ -144,7 +158,7 @@ class ProcessExecutor:
         while self._queue and len(self._workers) < self.processes:
             if self._empty_dir is None:
                 self._empty_dir = tempfile.mkdtemp(prefix="npu-port-start-")
-            w = _Worker(self._ctx, self.jobs, self._path, self._empty_dir)
+            w = _Worker(self._ctx, self.jobs, self.timeout, self._path, self._empty_dir)
             self._workers.append(w)
             w.give(self._queue.popleft())
 
@@ -154,7 +168,7 @@ class ProcessExecutor:
         if not busy:
             return []
         now = time.monotonic()
-        deadline = min(w.started for w in busy) + self.timeout
+        deadline = min(w.started for w in busy) + self.deadline
         ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy],
                          timeout=max(0.0, min(wait_s, deadline - now))))
         results: list[Result] = []
@@ -173,8 +187,8 @@ class ProcessExecutor:
             elif w.process.sentinel in ready:
                 w.process.join(timeout=5)
                 results.append(failed_result(task, _death_reason(w.process)))
-            elif now - w.started > self.timeout:
-                results.append(failed_result(task, timeout_message(self.timeout)))
+            elif now - w.started > self.deadline:
+                results.append(failed_result(task, wall_timeout_message(self.timeout)))
             else:
                 continue
             self._replace(w)
@@ -205,14 +219,22 @@ class ProcessExecutor:
 
 class InlineExecutor:
     """Converts in this process as files are submitted: no start-up cost and no isolation (a crash
-    in LibCST ends the run). For library callers and small runs that did not ask for workers."""
+    in LibCST would end the run; convert_task refuses the inputs known to crash it first). For library
+    callers, `--jobs 1` runs without a pool and small runs (runner.INLINE_MAX_BYTES). Each file has the
+    same CPU-time limit and recursion limit as in a worker."""
 
-    def __init__(self, jobs: Sequence[Job]):
+    def __init__(self, jobs: Sequence[Job], timeout: float = DEFAULT_TIMEOUT):
         self.jobs = list(jobs)
+        self.timeout = timeout
         self._done: list[Result] = []
 
     def submit(self, task: Task) -> None:
-        self._done.append(convert_task(task, *self.jobs[task.group]))
+        limit = sys.getrecursionlimit()
+        try:
+            sys.setrecursionlimit(max(limit, WORKER_RECURSION_LIMIT))
+            self._done.append(convert_within(task, self.timeout, *self.jobs[task.group]))
+        finally:
+            sys.setrecursionlimit(limit)
 
     def poll(self, wait_s: float) -> list[Result]:
         done, self._done = self._done, []

@@ -21,13 +21,12 @@ from typing import Optional
 from npu_port.transpiler.bulk.executors import Job, failed_result
 from npu_port.transpiler.bulk.isolation import worker_sys_path
 from npu_port.transpiler.bulk.worker import (
-    FileTimeout,
     Result,
     Task,
-    convert_task,
+    convert_within,
     raise_recursion_limit,
-    time_limit,
-    timeout_message,
+    wall_allowance,
+    wall_timeout_message,
 )
 
 
@@ -52,12 +51,8 @@ def _package_folder(stage: str) -> str:
 def _convert(run, task: Task) -> Result:
     jobs, timeout = run
     raise_recursion_limit()
-    try:
-        # The clock starts when the task runs, not while it waits in the cluster's queue.
-        with time_limit(timeout):
-            return convert_task(task, *jobs[task.group])
-    except FileTimeout:
-        return failed_result(task, timeout_message(timeout))
+    # The clocks start when the task runs, not while it waits in the cluster's queue.
+    return convert_within(task, timeout, *jobs[task.group])
 
 
 class RayExecutor:
@@ -86,7 +81,8 @@ class RayExecutor:
         self._job = ray.put((list(jobs), timeout))
         # The task enforces the timeout itself; this later deadline catches hangs in native code,
         # where the alarm cannot interrupt, including some time spent waiting for a free CPU.
-        self.deadline = 2 * timeout + 30
+        self.timeout = timeout
+        self.deadline = wall_allowance(timeout) + 30
         cpus = int(ray.cluster_resources().get("CPU", 1))
         # Enough tasks in flight to keep every CPU busy, few enough that a task's time in flight stays
         # close to its running time (the backstop deadline counts from submission).
@@ -136,7 +132,7 @@ class RayExecutor:
             if now - submitted > self.deadline:
                 ray.cancel(ref, force=True)
                 del self._flight[ref]
-                results.append(failed_result(task, timeout_message(self.deadline)))
+                results.append(failed_result(task, wall_timeout_message(self.timeout)))
         self._dispatch()
         return results
 

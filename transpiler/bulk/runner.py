@@ -158,19 +158,43 @@ def run(files: Sequence[SourceFile], settings: Settings, on_result: OnResult,
             finish(res.index, Converted(res.outcome, res.output), original)
 
     stats: dict[int, os.stat_result] = {}  # of the files given to workers, for the cache's stat index
+    sizes = {i: _size(src.path) for i, src in enumerate(files)}
+    # A local pool costs more to start than a few files cost to convert: tasks wait here until they
+    # add up to what repays one, and a run that ends first converts them in this process.
+    waiting: list[Task] = []
+    waiting_bytes = 0
+    may_inline = config.executor == "local"
+
+    def submit(task: Task) -> None:
+        nonlocal executor
+        if executor is None:
+            executor = _make_executor(config, jobs, settings.jobs, _input_roots(files))
+        executor.submit(task)
+        take(executor.poll(0))
+
     reporter.start(len(files))
     try:
-        for index in sorted(range(len(files)), key=lambda i: (-_size(files[i].path), i)):
+        for index in sorted(range(len(files)), key=lambda i: (-sizes[i], i)):
             src = files[index]
             group = groups[group_ids[index]]
             triaged = _triage(index, src, group, config.cache, stats, ship=config.executor == "ray")
-            if isinstance(triaged, Task):
-                if executor is None:
-                    executor = _make_executor(config, jobs, settings.jobs, _input_roots(files))
-                executor.submit(replace(triaged, group=group_ids[index]))
-                take(executor.poll(0))
-            else:
+            if not isinstance(triaged, Task):
                 finish(index, *triaged)
+                continue
+            task = replace(triaged, group=group_ids[index])
+            if may_inline and executor is None:
+                waiting.append(task)
+                waiting_bytes += sizes[index]
+                if waiting_bytes <= INLINE_MAX_BYTES:
+                    continue
+                while waiting:
+                    submit(waiting.pop(0))
+                continue
+            submit(task)
+        if waiting:
+            executor = InlineExecutor(jobs, config.timeout)
+            for task in waiting:
+                submit(task)
         while executor is not None and executor.pending():
             take(executor.poll(0.5))
     except KeyboardInterrupt:
@@ -188,9 +212,18 @@ def run(files: Sequence[SourceFile], settings: Settings, on_result: OnResult,
     return RunResult(delivery.outcomes(), config.cache.hits if config.cache else 0, interrupted)
 
 
+# Below this many bytes of files to parse, a run converts in this process instead of starting a pool:
+# the pool's start-up costs about 1.1 s of CPU (a fork server, the workers, the rules loaded in
+# them), and converting inline costs about 0.6 s per 100 KB of Python with a typical share of
+# changes, so with two jobs a pool wins wall time from about 250 KB on an idle machine and later on
+# a busy one (benchmarks/bench_inline.py; figures in benchmarks/README.md). Files are triaged largest
+# first, so a big run reaches the bound at once and its pool starts as early as before.
+INLINE_MAX_BYTES = 250_000
+
+
 def _make_executor(config: RunConfig, jobs: list[Job], processes: int, inputs: list[str]) -> Executor:
     if config.executor == "inline":
-        return InlineExecutor(jobs)
+        return InlineExecutor(jobs, config.timeout)
     if config.executor == "ray":
         from npu_port.transpiler.bulk.ray_executor import RayExecutor
 

@@ -59,12 +59,30 @@ def raise_recursion_limit() -> None:
 
 
 class FileTimeout(BaseException):
-    """Raised by `time_limit` inside a conversion; a BaseException so no rule's handler swallows it."""
+    """Raised by `time_limit` inside a conversion; a BaseException so no rule's handler swallows it.
+    `message` says which limit ran out."""
+
+    def __init__(self, message: str):
+        super().__init__(message)
+        self.message = message
+
+
+# The per-file limit (--timeout) is CPU time: what the file costs, whatever else the machine runs (a
+# 36k-line file that takes 13 s of CPU must not fail because neighbours slow it down). A file that
+# waits without using CPU never reaches it, so the wall clock gets an allowance this many times the
+# limit, and the process that waits for a worker kills it a little later still (native code that
+# never returns to Python, where no handler can run).
+WALL_ALLOWANCE = 4.0
+
+
+def wall_allowance(seconds: float) -> float:
+    return seconds * WALL_ALLOWANCE
 
 
 @contextmanager
 def time_limit(seconds: float):
-    """Interrupt the block after `seconds` (SIGALRM; only possible in a process's main thread).
+    """Interrupt the block after `seconds` of this process's CPU time (SIGPROF) or after the wall-clock
+    allowance (SIGALRM); only possible in a process's main thread, elsewhere the block runs unbounded.
 
     Pure-Python work (LibCST's visitors) is interrupted; a hang inside native code is not, which is
     why executors also keep a deadline of their own."""
@@ -72,20 +90,31 @@ def time_limit(seconds: float):
         yield
         return
 
-    def on_alarm(signum, frame):
-        raise FileTimeout
+    def on_cpu(signum, frame):
+        raise FileTimeout(timeout_message(seconds))
 
-    previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    def on_wall(signum, frame):
+        raise FileTimeout(wall_timeout_message(seconds))
+
+    previous = signal.signal(signal.SIGPROF, on_cpu), signal.signal(signal.SIGALRM, on_wall)
+    signal.setitimer(signal.ITIMER_PROF, seconds)
+    signal.setitimer(signal.ITIMER_REAL, wall_allowance(seconds))
     try:
         yield
     finally:
+        signal.setitimer(signal.ITIMER_PROF, 0)
         signal.setitimer(signal.ITIMER_REAL, 0)
-        signal.signal(signal.SIGALRM, previous)
+        signal.signal(signal.SIGPROF, previous[0])
+        signal.signal(signal.SIGALRM, previous[1])
 
 
 def timeout_message(seconds: float) -> str:
-    return f"timed out after {seconds:g}s (see --timeout); it is left unconverted"
+    return f"timed out after {seconds:g}s of CPU time (see --timeout); it is left unconverted"
+
+
+def wall_timeout_message(seconds: float) -> str:
+    return (f"timed out: no result after {wall_allowance(seconds):g}s of wall-clock time "
+            f"({WALL_ALLOWANCE:g} times --timeout {seconds:g}s, which counts CPU time); it is left unconverted")
 
 
 _ENGINES: dict[tuple, Engine] = {}
@@ -133,3 +162,15 @@ def convert_task(task: Task, settings: Settings, rules: Optional[Sequence[type[R
         if hint:
             outcome.error = f"{outcome.error} - {hint}"
     return Result(task.index, outcome, converted.output, digest)
+
+
+def convert_within(task: Task, timeout: float, settings: Settings,
+                   rules: Optional[Sequence[type[Rule]]] = None) -> Result:
+    """convert_task bounded by `time_limit(timeout)`: a file over it is that file's failure (not
+    cached, so a later run tries again)."""
+    try:
+        with time_limit(timeout):
+            return convert_task(task, settings, rules)
+    except FileTimeout as exc:
+        return Result(task.index, FileOutcome(task.display, "failed", error=exc.message, language=task.language),
+                      None)
