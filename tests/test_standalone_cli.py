@@ -167,3 +167,14 @@ def test_folder_summary_counts_scripts_with_nothing_to_inline(tmp_path):
     assert "2 scripts: 2 written (1 with nothing to inline from agentic_rl, opencode), 0 failed" in result.stderr
     assert "plain.py: imports nothing" not in result.stderr  # one line for the folder, not one per script
     assert (tmp_path / "out" / "plain.py").read_text() == "print(1)\n"
+
+
+def test_output_with_a_trailing_slash_is_a_folder_and_is_created(tmp_path):
+    script = PROJECT / "scripts" / "s01_from_import.py"
+    result = _invoke(script, *BASE, "-o", f"{tmp_path / 'new'}/")
+    assert result.exit_code == 0, result.stderr
+    assert (tmp_path / "new" / "s01_from_import.py").read_text() == _invoke(script, *BASE).stdout
+    existing = tmp_path / "existing"
+    existing.mkdir()
+    assert _invoke(script, *BASE, "-o", existing).exit_code == 0
+    assert (existing / "s01_from_import.py").is_file()

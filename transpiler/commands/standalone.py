@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Optional
@@ -29,10 +30,11 @@ from npu_port.transpiler.standalone.resolver import split_packages
               type=click.Path(path_type=Path, exists=True, file_okay=False),
               help="Another folder that holds the stripped packages (searched after the script's folder, "
                    "before the working directory).")
-@click.option("-o", "--output", "out", type=click.Path(path_type=Path), metavar="FILE",
-              help="The file to write (default: stdout); for a folder SOURCE, the folder to mirror into.")
+@click.option("-o", "--output", "out", type=click.Path(), metavar="FILE",
+              help="The file to write (default: stdout); a folder (existing, or named with a trailing /) "
+                   "to write the script into; for a folder SOURCE, the folder to mirror into.")
 # The spelling before -o/--output; kept so existing scripts and CI jobs still work.
-@click.option("--out", "out_alias", type=click.Path(path_type=Path), hidden=True)
+@click.option("--out", "out_alias", type=click.Path(), hidden=True)
 @click.option("--allow-unresolved", is_flag=True,
               help="Write the script even when something cannot be resolved: report it and raise at that spot.")
 @click.option("--convert", "run_convert", is_flag=True,
@@ -50,7 +52,8 @@ def standalone(source, strip, search_paths, out, out_alias, allow_unresolved, ru
     """
     if out is not None and out_alias is not None and out != out_alias:
         raise click.UsageError("give -o/--output once (--out is its old name)")
-    out = out if out is not None else out_alias
+    raw = out if out is not None else out_alias
+    out = Path(raw) if raw is not None else None  # Path() drops a trailing slash: `raw` keeps what was meant
     packages = split_packages(split_csv(strip))
     engine = None
     if run_convert:
@@ -67,7 +70,8 @@ def standalone(source, strip, search_paths, out, out_alias, allow_unresolved, ru
             raise click.UsageError("a folder SOURCE needs -o/--output OUT_DIR")
         jobs = [(path, out / path.relative_to(source)) for path in _scripts_in(source, packages)]
     else:
-        dest = out / source.name if out is not None and out.is_dir() else out
+        as_folder = out is not None and (out.is_dir() or raw.endswith(("/", os.sep)))
+        dest = out / source.name if as_folder else out
         jobs = [(source, dest)]
     outcomes = [_one(path, dest, packages, list(search_paths), allow_unresolved, engine, console, errors,
                      source.is_dir()) for path, dest in jobs]
