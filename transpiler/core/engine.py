@@ -37,8 +37,9 @@ def convert_text(data: bytes, path: str, rule_classes: Sequence[type[Rule]], opt
     return out, ctx.findings
 
 
-# CUDA C++ sources are only read: their rules report, never rewrite.
-CONVERTERS = {"python": convert_python, "shell": convert_text, "yaml": convert_text, "cuda": convert_text}
+# CUDA C++ sources and manifests are only read: their rules report, never rewrite.
+CONVERTERS = {"python": convert_python, "shell": convert_text, "yaml": convert_text, "cuda": convert_text,
+              "manifest": convert_text}
 
 
 class Triggers:

@@ -81,9 +81,20 @@ def language_of(path: str | Path, head: bytes = b"") -> Language:
         return "yaml"
     if name.endswith(CUDA_SUFFIXES):
         return "cuda"
+    if is_manifest(name):
+        return "manifest"
     if head.startswith(b"#!") and (b"bash" in head[:80] or b"/sh" in head[:80]):
         return "shell"
     return "other"
+
+
+def is_manifest(name: str) -> bool:
+    """A dependency list or container recipe (lower-case `name`): requirements*.txt, constraints*.txt,
+    pyproject.toml, Dockerfile / Containerfile (also `Dockerfile.dev`, `gpu.dockerfile`)."""
+    base = name.replace("\\", "/").rsplit("/", 1)[-1]
+    return ((base.endswith(".txt") and ("requirements" in base or base.startswith("constraints")))
+            or (base.startswith("pyproject") and base.endswith(".toml"))
+            or base.startswith(("dockerfile", "containerfile")) or base.endswith(".dockerfile"))
 
 
 def needs_head(path: str | Path) -> bool:

@@ -13,8 +13,9 @@ from npu_port.transpiler.core.exit_codes import ExitCode
 Severity = Literal["info", "warning", "error"]
 FindingKind = Literal["change", "finding"]  # a change convert made, or something for a human to look at
 Status = Literal["converted", "unchanged", "skipped", "failed", "copied"]  # what happened to an input file
-# A file's kind (core/files.language_of); "other" files are copied as they are.
-Language = Literal["python", "shell", "yaml", "cuda", "other"]
+# A file's kind (core/files.language_of); "other" files are copied as they are. "manifest": dependency
+# lists and container recipes (requirements*.txt, pyproject.toml, Dockerfile), read by report-only rules.
+Language = Literal["python", "shell", "yaml", "cuda", "manifest", "other"]
 # What an outcome says of its file: its Language, "link" (a symbolic link, copied as one), or "" (not said:
 # standalone, pipeline).
 OutcomeLanguage = Literal[Language, "link", ""]

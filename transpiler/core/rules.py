@@ -23,7 +23,7 @@ if TYPE_CHECKING:
     from npu_port.transpiler.analysis.source_facts import SourceFacts
 
 # The words a rule is described with; the registry refuses a rule that uses another.
-RuleLanguage = Literal["python", "shell", "yaml", "cuda"]  # the files a rule reads
+RuleLanguage = Literal["python", "shell", "yaml", "cuda", "manifest"]  # the files a rule reads
 Safety = Literal["safe", "review", "report-only"]  # how far its change can be trusted unreviewed
 # default: convert runs it; extras: only with --extras or --select; check: `check` runs it; policy: `check`
 # runs it when its setting is on.
