@@ -20,6 +20,7 @@ from typing import Any, Optional
 import jinja2
 import yaml
 
+from npu_port.transpiler.generate import msrl_checks
 from npu_port.transpiler.generate.contexts import CONTEXT_BUILDERS, npu_env_vars
 from npu_port.transpiler.generate.schema import Schema, is_identifier, parse_schema
 
@@ -30,6 +31,8 @@ KIND_FOLDERS = {
     "vllm-infer": "vllm_infer",
     "pipeline": "pipeline",
 }
+# Checks a kind's framework applies at start-up, beyond its schema's constraints.
+KIND_CHECKS = {"msrl-train": [msrl_checks.problems]}
 
 
 class RenderError(ValueError):
@@ -117,6 +120,7 @@ def schemas() -> dict[str, Schema]:
     for kind, folder in KIND_FOLDERS.items():
         data = yaml.safe_load((root / folder / "schema.yaml").read_text(encoding="utf-8"))
         loaded[kind] = parse_schema(data, loaded)
+        loaded[kind].checks.extend(KIND_CHECKS.get(kind, []))
         if loaded[kind].kind != kind:
             raise RenderError(f"{folder}/schema.yaml names kind {loaded[kind].kind!r}, expected {kind!r}")
     return loaded

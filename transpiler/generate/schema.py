@@ -10,7 +10,7 @@ from __future__ import annotations
 import keyword
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Optional
 
@@ -173,6 +173,9 @@ class Schema:
     config_language: Optional[str]
     options: dict[str, Option] = field(default_factory=dict)
     constraints: list[Constraint] = field(default_factory=list)
+    # Checks a framework applies that a product rule cannot say (MindSpeed-RL's validate_rl_args): values in,
+    # problems out; they run once every option and constraint holds.
+    checks: list[Callable[[Mapping[str, Any]], list[str]]] = field(default_factory=list)
 
     def defaults(self) -> dict[str, Any]:
         return {name: opt.default for name, opt in self.options.items()}
@@ -196,6 +199,8 @@ class Schema:
                 problems.append(str(exc))
         if not problems:
             problems = [c.message.format(**values) for c in self.constraints if not c.holds(values)]
+        if not problems:
+            problems = [p for check in self.checks for p in check(values)]
         if problems:
             raise OptionError(problems)
         return values
