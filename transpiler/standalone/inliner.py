@@ -190,11 +190,19 @@ class _Assembler:
                     continue
                 self.final[sym] = self._free_name(sym, name, taken)
                 taken.add(self.final[sym])
-        for module in self._deferred_modules():
+        deferred = self._deferred_modules()
+        for module in deferred:
             self.loaders[module] = _free_plain(f"_import_{module.replace('.', '_')}", taken)
             taken.add(self.loaders[module])
-        self.flag = _free_plain("_lazy_imported", taken)
-        taken.add(self.flag)
+        self.runtime: dict[str, str] = {}  # the helper's own names, as free in this script
+        for name in ("_import_once", "_imported", "_import_lock"):
+            self.runtime[name] = _free_plain(name, taken)
+            taken.add(self.runtime[name])
+        threading = _PublicImport("import", "threading", None, "threading")
+        self.runtime["threading"] = by_identity.get(threading.identity) or _free_plain("threading", taken)
+        if deferred and threading.identity not in by_identity:
+            taken.add(self.runtime["threading"])
+            self.public_plan.append((threading, self.runtime["threading"]))
 
     def _script_has(self, entry: _PublicImport, name: str) -> bool:
         for index in self._leading_script_imports():
@@ -402,9 +410,9 @@ class _Assembler:
             body.append(new)
         deferred = self._deferred_modules()
         if deferred:
-            flag = cst.parse_statement(f"{self.flag} = set()\n")
-            body.append(_with_block_comment(flag, "# The original imports the modules below later (inside a "
-                                                  "function, or after other code): each runs there, once."))
+            helper = cst.parse_module(_IMPORT_ONCE.format(**self.runtime)).body
+            helper = [_with_block_comment(helper[0], _IMPORT_ONCE_COMMENT), *helper[1:]]
+            body.extend(helper)
             for module in deferred:
                 body.append(_with_block_comment(self._loader(module), f"# from {module} (runs where imported)"))
                 modules.append(module)
@@ -430,14 +438,25 @@ class _Assembler:
         return module_node.code, modules
 
     def _deferred_modules(self) -> list[str]:
-        """Deferred modules with code to run, in the order the original first runs them."""
-        out: list[str] = []
+        """Deferred modules, in the order the original first runs them, each after its package's (whose
+        loader its own names)."""
+        first: list[str] = []
         for module, _ in self.keys:
-            if module in self.plan.deferred and module not in out:
-                out.append(module)
+            if module in self.plan.deferred and module not in first:
+                first.append(module)
         for module in self.plan.lazy:  # deferred only to run the loaders of the modules it imports
-            if module in self.plan.deferred and module not in out:
+            if module in self.plan.deferred and module not in first:
+                first.append(module)
+        out: list[str] = []
+
+        def place(module: str) -> None:
+            if module not in out:
+                for parent in self.plan.parent_triggers(module):
+                    place(parent)
                 out.append(module)
+
+        for module in first:
+            place(module)
         return out
 
     def _loader(self, module: str) -> cst.FunctionDef:
@@ -467,11 +486,11 @@ class _Assembler:
                 target, _ = self.closure.targets[id(ref)]
                 if ref.scope_node is None and isinstance(target, Sym):
                     names.append(self.final.get(target, target.name))
-        key = f'"{module}"'
-        lines = [f"def {self.loaders[module]}():"]
+        args = ", ".join([f'"{module}"', *(self.loaders[p] for p in parents)])
+        lines = [f"@{self.runtime['_import_once']}({args})", f"def {self.loaders[module]}():"]
         lines += [f"    global {line}" for line in _wrapped(list(dict.fromkeys(names)), 100)]
-        lines += [f"    {self.loaders[p]}()  # its package first, as Python imports it" for p in parents]
-        lines += [f"    if {key} in {self.flag}:", "        return", f"    {self.flag}.add({key})"]
+        if not body and not names:
+            lines.append("    pass")
         node = cst.parse_statement("\n".join(lines) + "\n")
         assert isinstance(node, cst.FunctionDef) and isinstance(node.body, cst.IndentedBlock)
         for i, stmt in enumerate(body):
@@ -507,6 +526,37 @@ class _Assembler:
                 lines.append(cst.SimpleStatementLine([cst.ImportFrom(module=cst.parse_expression(value),
                                                                      names=aliases)]))
         return lines
+
+
+_IMPORT_ONCE_COMMENT = ("# The original imports the modules below later (inside a function, or after other code): "
+                       "each runs there, once.")
+_IMPORT_ONCE = '''\
+{_imported} = set()
+{_import_lock} = {threading}.RLock()
+
+
+def {_import_once}(module, *packages):
+    """Run the decorated code of `module` on the first call only, after its packages, one at a time: what
+    `import` does (a module whose code raised is run again by the next import)."""
+
+    def wrap(run):
+        def load():
+            for package in packages:
+                package()
+            with {_import_lock}:
+                if module in {_imported}:
+                    return
+                {_imported}.add(module)
+                try:
+                    run()
+                except BaseException:
+                    {_imported}.discard(module)
+                    raise
+
+        return load
+
+    return wrap
+'''
 
 
 class _Several:
