@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import re
 import textwrap
+from typing import TYPE_CHECKING
 
-from npu_port.transpiler.core.rules import Rule
+if TYPE_CHECKING:  # `explain` passes the catalog's RuleInfo, read without importing LibCST
+    from npu_port.transpiler.core.rules import Rule
 
 SECTIONS = ("What it does", "Why", "Example", "Fix safety")
 _HEADING = re.compile(r"^(?:#+\s*)?(What it does|Why(?: is this bad\?)?|Example|Fix safety)\s*:?\s*$")
