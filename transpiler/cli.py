@@ -11,18 +11,30 @@ import click
 from npu_port.transpiler import __version__
 from npu_port.transpiler.core.exit_codes import ExitCode
 
-# Command name -> (module, attribute). A command's module is imported only when that command runs:
-# `npu-port convert` need not pay for the skeleton, standalone and documentation machinery.
+# Command name -> (module, attribute, summary). A command's module is imported only when that command
+# runs: `npu-port convert` need not pay for the skeleton, standalone and documentation machinery, and
+# `npu-port --help` lists the summaries without importing any (they import LibCST; the summary is
+# the first sentence of the command's docstring, tests/test_cli_startup.py holds them equal).
 COMMANDS = {
-    "convert": ("npu_port.transpiler.commands.convert", "convert"),
-    "generate": ("npu_port.transpiler.commands.generate", "generate"),
-    "rules": ("npu_port.transpiler.commands.rules", "rules"),
-    "standalone": ("npu_port.transpiler.commands.standalone", "standalone"),
-    "weave": ("npu_port.transpiler.commands.weave", "weave_command"),
-    "pipeline": ("npu_port.transpiler.commands.pipeline", "pipeline"),
-    "check": ("npu_port.transpiler.commands.check", "check"),
-    "explain": ("npu_port.transpiler.commands.explain", "explain"),
-    "config": ("npu_port.transpiler.commands.config", "config_command"),
+    "check": ("npu_port.transpiler.commands.check", "check",
+              "Report what is not yet ported in PATHS, and what a port got wrong."),
+    "config": ("npu_port.transpiler.commands.config", "config_command",
+               "Show the effective settings for PATHS (default: here) and where each one came from."),
+    "convert": ("npu_port.transpiler.commands.convert", "convert",
+                "Rewrite CUDA code in PATHS for the target accelerator."),
+    "explain": ("npu_port.transpiler.commands.explain", "explain",
+                "Explain RULE: what it does, why, an example before and after, and its fix safety."),
+    "generate": ("npu_port.transpiler.commands.generate", "generate",
+                 "Generate an Ascend NPU training script, inference adapter or pipeline (KIND --help for "
+                 "options)."),
+    "pipeline": ("npu_port.transpiler.commands.pipeline", "pipeline",
+                 "Build an NPU training-inference pipeline from a GPU script that uses project packages."),
+    "rules": ("npu_port.transpiler.commands.rules", "rules",
+              "List every rule with its id, description and fix safety."),
+    "standalone": ("npu_port.transpiler.commands.standalone", "standalone",
+                   "Inline into SOURCE every definition it uses from the --strip packages."),
+    "weave": ("npu_port.transpiler.commands.weave", "weave_command",
+              "Insert the inference adapter into SCRIPT and wire it to the script's training entry."),
 }
 
 
@@ -33,8 +45,16 @@ class _LazyGroup(click.Group):
     def get_command(self, ctx: click.Context, name: str) -> click.Command | None:
         if name not in COMMANDS:
             return None
-        module, attribute = COMMANDS[name]
+        module, attribute, _ = COMMANDS[name]
         return getattr(importlib.import_module(module), attribute)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of `--help`, as click writes it, from the summaries above."""
+        names = self.list_commands(ctx)
+        limit = formatter.width - 6 - max(len(n) for n in names)
+        rows = [(n, click.Command(n, help=COMMANDS[n][2]).get_short_help_str(limit)) for n in names]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
 
 
 @click.group(cls=_LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

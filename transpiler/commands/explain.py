@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 from rich.markdown import Markdown
 
-from npu_port.transpiler.core.registry import all_rules
+from npu_port.transpiler.core.rule_catalog import rule_infos
 from npu_port.transpiler.output.rule_docs import rule_markdown, rule_sections
 
 
@@ -17,7 +17,7 @@ from npu_port.transpiler.output.rule_docs import rule_markdown, rule_sections
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 def explain(rule_id: str, as_json: bool) -> None:
     """Explain RULE: what it does, why, an example before and after, and its fix safety."""
-    rules = all_rules()
+    rules = rule_infos()  # read from the rules' source: no LibCST import
     rule = rules.get(rule_id)
     if rule is None:
         close = [r for r in rules if rule_id in r or r.startswith(rule_id.split("-")[0])]

@@ -8,7 +8,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from npu_port.transpiler.core.registry import all_rules
+from npu_port.transpiler.core.rule_catalog import rule_infos
 
 
 @click.command()
@@ -17,7 +17,7 @@ def rules(as_json: bool) -> None:
     """List every rule with its id, description and fix safety."""
     rows = [
         {"id": r.ID, "language": r.LANGUAGE, "group": r.GROUP, "safety": r.SAFETY, "summary": r.summary()}
-        for r in all_rules().values()
+        for r in rule_infos().values()  # read from the rules' source: no LibCST import
     ]
     if as_json:
         click.echo(json.dumps(rows, indent=2))
