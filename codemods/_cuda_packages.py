@@ -1,0 +1,108 @@
+"""The table of distributions with no Ascend build (codemods/data/<target>/cuda_only_packages.yaml) and
+how a requirement, a conda spec or a Docker image is matched against it. Shared by the cuda-only-deps
+rules for Python, YAML and manifests, so that every file kind reads a requirement the same way."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+from typing import Optional
+
+from npu_port.transpiler.tables.mapping import load_table
+
+# PEP 508: the name, then extras, a version, `@ url` or `; marker`.
+_REQUIREMENT = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?:[<>=!~;@(]|$)")
+_EGG = re.compile(r"[#&]egg=([A-Za-z0-9][A-Za-z0-9._-]*)")
+# conda: `[channel::]name[=version[=build]]`, `name>=1.2`, `name 1.2.*`
+_CONDA = re.compile(r"\s*(?:[A-Za-z0-9_.-]+::)?([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:[<>=!~ ]|$)")
+
+
+@dataclass(frozen=True)
+class PackageRow:
+    name: str
+    what: str
+    hint: str
+    replacement: str = ""
+    only_with: str = ""  # images: reported only when the tag contains this
+
+    def matches(self, name: str) -> bool:
+        if self.name.endswith("*"):
+            return name.startswith(self.name[:-1])
+        return name == self.name
+
+
+def normalise(name: str) -> str:
+    """PEP 503: lower case, every run of `-`, `_` and `.` one `-`."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _rows(raw: list[dict]) -> tuple[PackageRow, ...]:
+    return tuple(PackageRow(r["name"], r["what"], r["hint"], r.get("replacement", ""), r.get("only_with", ""))
+                 for r in raw)
+
+
+@cache
+def package_rows(target: str) -> tuple[PackageRow, ...]:
+    return _rows(load_table(target, "cuda_only_packages")["rows"])
+
+
+@cache
+def conda_rows(target: str) -> tuple[PackageRow, ...]:
+    return _rows(load_table(target, "cuda_only_packages")["conda"])
+
+
+@cache
+def image_rows(target: str) -> tuple[PackageRow, ...]:
+    return _rows(load_table(target, "cuda_only_packages")["images"])
+
+
+def requirement_name(text: str) -> Optional[str]:
+    """The distribution a requirement string names (`flash-attn>=2; sys_platform=="linux"` ->
+    `flash-attn`, `git+https://...#egg=apex` -> `apex`), normalised; None for what is no requirement."""
+    text = text.strip()
+    egg = _EGG.search(text)
+    if egg:
+        return normalise(egg.group(1))
+    if not text or text.startswith(("-", "#", ".", "/")) or "://" in text.split("@", 1)[0]:
+        return None
+    m = _REQUIREMENT.match(text)
+    return normalise(m.group(1)) if m else None
+
+
+def match_requirement(target: str, text: str) -> Optional[tuple[str, PackageRow]]:
+    """(distribution name, row) when the requirement names a distribution with no Ascend build."""
+    name = requirement_name(text)
+    if name is None:
+        return None
+    for row in package_rows(target):
+        if row.matches(name):
+            return name, row
+    return None
+
+
+def match_conda(target: str, spec: str) -> Optional[tuple[str, PackageRow]]:
+    """A conda dependency: the CUDA stack's conda packages, and the pip rows under their conda names."""
+    m = _CONDA.match(spec)
+    if m is None:
+        return None
+    name = normalise(m.group(1))
+    for row in (*conda_rows(target), *package_rows(target)):
+        if row.matches(name):
+            return name, row
+    return None
+
+
+def match_image(target: str, image: str) -> Optional[PackageRow]:
+    """A Docker base image (`nvidia/cuda:12.4.1-devel-ubuntu22.04`) built on CUDA."""
+    name = image.lower().removeprefix("docker.io/")
+    for row in image_rows(target):
+        if name.startswith(row.name) and (not row.only_with or row.only_with in name):
+            return row
+    return None
+
+
+def message(row: PackageRow, text: str) -> str:
+    """One line for a dependency that has no Ascend build."""
+    instead = f"; depend on {row.replacement} instead" if row.replacement else ""
+    return f"{row.what}: `{text}` has no Ascend build{instead}"
