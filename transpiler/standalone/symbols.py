@@ -8,7 +8,13 @@ from pathlib import Path
 from typing import Optional, Union
 
 from npu_port.transpiler.core.files import ReadError, read_text, too_deep_for_this_process
-from npu_port.transpiler.standalone.graph import BUILTIN_NAMES, MODULE_DUNDERS, ModuleAnalyzer, ModuleInfo
+from npu_port.transpiler.standalone.graph import (
+    BUILTIN_NAMES,
+    MODULE_DUNDERS,
+    ModuleAnalyzer,
+    ModuleInfo,
+    ProjectImport,
+)
 from npu_port.transpiler.standalone.resolver import SourceResolver
 
 
@@ -141,7 +147,7 @@ class Project:
         except ModuleLoadError:
             return False
 
-    def snapshot_import(self, module: str, name: str):
+    def snapshot_import(self, module: str, name: str) -> Optional[ProjectImport]:
         """The module-level `from m import name` that gives `module` its own copy of a rebound global."""
         try:
             info = self.module(module)
