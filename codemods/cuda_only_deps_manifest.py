@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from npu_port.codemods._cuda_packages import match_image, match_requirement, message
+from npu_port.codemods._cuda_packages import TRIGGER_PATTERN, match_image, match_requirement, message
 from npu_port.transpiler.core.rules import TextRule
 from npu_port.transpiler.text.shell import Script, ShellSyntaxError
 from npu_port.transpiler.text.text_edits import LineIndex
@@ -57,9 +57,8 @@ class CudaOnlyDepsManifest(TextRule):
     ID = "cuda-only-deps-manifest"
     LANGUAGE = "manifest"
     SAFETY = "report-only"
-    TRIGGERS = ()  # names come in any case: the pattern below ignores it
-    TRIGGER_PATTERNS = (r"(?i)cupy|flash|bitsandbytes|xformers|apex|liger|mamba|causal|transformer|nvidia|triton"
-                        r"|pynvml|pycuda|tensorrt|pytorch",)
+    TRIGGERS = ()  # names come in any case: the pattern ignores it
+    TRIGGER_PATTERNS = (TRIGGER_PATTERN,)
 
     def apply(self, text: str) -> str:
         self._lines = LineIndex(text)

@@ -1,0 +1,74 @@
+"""`cuda-only-deps-yaml`: conda environment files and Ray runtime_env `pip:` lists that depend on
+packages with no Ascend build."""
+
+from __future__ import annotations
+
+from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+from npu_port.codemods._cuda_packages import match_conda, match_requirement, message
+from npu_port.transpiler.text.yaml_edit import YamlDocument, YamlRule
+
+
+class CudaOnlyDepsYaml(YamlRule):
+    """Reports dependencies with no Ascend build in conda environment files and `pip:` lists.
+
+    What it does:
+        In a conda environment file (a top-level `dependencies:` list beside `channels:` or `name:`,
+        or a file named `environment*.yml` / `conda*.yml`), reports each conda package of the CUDA
+        stack (`cudatoolkit`, `pytorch-cuda`, `cuda-*`, `cudnn`, `nccl`) and each package of
+        codemods/data/<target>/cuda_only_packages.yaml. In every `pip:` list (conda's `- pip:`
+        section, a Ray `runtime_env: {pip: [...]}` or its `{packages: [...]}` form) it reports each
+        requirement with no Ascend build (`flash-attn`, `cupy-cuda12x`, `triton` -> `triton-ascend`).
+
+    Why:
+        `conda env create` or a Ray worker's runtime_env installs these on the NPU host, where they
+        fail to build or bring CUDA libraries nothing can load; the job fails at start-up, on every
+        worker. They have to be dropped or swapped by hand.
+
+    Example:
+        dependencies:
+          - pytorch-cuda=12.1           ->  unchanged; warning: install the CPU torch with torch-npu
+          - pip:
+            - flash-attn==2.6.3         ->  unchanged; warning: no Ascend build
+
+    Fix safety:
+        Report-only: which dependency replaces one (or whether it can simply go) is a decision.
+    """
+
+    ID = "cuda-only-deps-yaml"
+    SAFETY = "report-only"
+    # The two keys it reads: fewer YAML files parsed than with the package names (any YAML text names
+    # CUDA somewhere), and every file it can report in has one of them.
+    TRIGGERS = ("pip:", "\"pip\"", "'pip'", "dependencies:")
+
+    def check(self, doc: YamlDocument) -> None:
+        name = self.ctx.path.replace("\\", "/").rsplit("/", 1)[-1].lower()
+        conda_file = name.startswith(("environment", "conda"))
+        for path, mapping in doc.mappings():
+            if not path and isinstance(mapping.get("dependencies"), CommentedSeq) \
+                    and (conda_file or "channels" in mapping or "name" in mapping):
+                self._conda(doc, mapping["dependencies"])
+            pip = mapping.get("pip")
+            if isinstance(pip, CommentedMap):
+                pip = pip.get("packages")
+            if isinstance(pip, CommentedSeq):
+                self._pip(doc, pip)
+
+    def _items(self, doc: YamlDocument, seq: CommentedSeq) -> list[tuple[int, str]]:
+        out = []
+        for i, item in enumerate(seq):
+            if isinstance(item, str):
+                out.append((doc.offset(*seq.lc.item(i)), item))
+        return out
+
+    def _conda(self, doc: YamlDocument, seq: CommentedSeq) -> None:
+        for offset, spec in self._items(doc, seq):
+            found = match_conda(self.ctx.target, spec)
+            if found is not None:
+                self.report(offset, message(found[1], spec), hint=found[1].hint)
+
+    def _pip(self, doc: YamlDocument, seq: CommentedSeq) -> None:
+        for offset, requirement in self._items(doc, seq):
+            found = match_requirement(self.ctx.target, requirement)
+            if found is not None:
+                self.report(offset, message(found[1], requirement), hint=found[1].hint)
