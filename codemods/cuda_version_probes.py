@@ -14,6 +14,8 @@ from npu_port.transpiler.tables.mapping import load_table
 _RUNNERS = {"subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output",
             "subprocess.Popen", "subprocess.getoutput", "subprocess.getstatusoutput", "os.system", "os.popen"}
 _ENV_READERS = {"os.getenv", "os.environ.get"}
+_OUTPUT_CALLS = {"print", "debug", "info", "warning", "warn", "error", "exception", "critical", "log",
+                 "info_rank0", "warning_rank0", "write"}
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,7 @@ class CudaVersionProbes(PythonRule):
         self._capability_names: set[str] = set()  # names assigned a capability (or its parts)
         self._property_names: set[str] = set()  # names assigned get_device_properties(...)
         self._judged: set[int] = set()  # nodes that name or set rather than read (imports, targets)
+        self._shown = 0  # inside an f-string or a print / logging call
 
     # -- reads and calls ------------------------------------------------------------------------
     # What an import names or an assignment sets is no read.
@@ -118,8 +121,28 @@ class CudaVersionProbes(PythonRule):
     def visit_Name(self, node: cst.Name) -> None:
         self._read(node)
 
+    # A value only printed or formatted (`print(f"CUDA {torch.version.cuda}")`) decides nothing: None
+    # prints as well as a version does.
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        self._shown += 1
+
+    def leave_FormattedString(self, original: cst.FormattedString, updated: cst.FormattedString):
+        self._shown -= 1
+        return updated
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        if self._is_output(original):
+            self._shown -= 1
+        return updated
+
+    @staticmethod
+    def _is_output(node: cst.Call) -> bool:
+        func = node.func
+        name = func.value if isinstance(func, cst.Name) else func.attr.value if isinstance(func, cst.Attribute) else ""
+        return name in _OUTPUT_CALLS
+
     def _read(self, node: cst.BaseExpression) -> None:
-        if id(node) in self._judged or self.ctx.is_patched(node):
+        if id(node) in self._judged or self.ctx.is_patched(node) or self._shown:
             return
         name = self.ctx.resolve(node)
         if name in self._table.reads:
@@ -127,8 +150,10 @@ class CudaVersionProbes(PythonRule):
             self.report(node, what, hint=hint)
 
     def visit_Call(self, node: cst.Call) -> None:
+        if self._is_output(node):
+            self._shown += 1
         name = self.ctx.resolve(node.func)
-        if name in self._table.calls:
+        if name in self._table.calls and not self._shown:
             what, hint = self._table.calls[name]
             self.report(node, what, hint=hint)
         elif name in _ENV_READERS and node.args:
