@@ -63,9 +63,13 @@ def facts_for_set(version_set: VersionSet) -> Facts:
     def facts(package: str) -> api_facts.ApiSnapshot:
         main = api_facts.load(package)
         wanted = version_set.versions.get(package) if package in SNAPSHOTTED_PACKAGES else None
-        if wanted is None or main.version == wanted:
+        if wanted is None:
             return main
-        return api_facts.load(f"{package}-{wanted}", RELEASES_DIR)
+        if (RELEASES_DIR / f"{package}-{wanted}.json").is_file():  # the release, with what the skeletons use
+            return api_facts.load(f"{package}-{wanted}", RELEASES_DIR)
+        if main.version == wanted:
+            return main
+        raise api_facts.UnknownPackage(f"no snapshot of {package} {wanted}: run python -m tools.release_snapshots")
     return facts
 
 

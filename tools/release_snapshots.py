@@ -26,15 +26,21 @@ from tools import api_snapshot
 RELEASES_DIR = api_snapshot.DEFAULT_OUT / "releases"
 # distribution name on PyPI per snapshot stem
 DISTRIBUTIONS = {"verl": "verl", "vllm": "vllm", "ray": "ray", "transformers": "transformers"}
+# Modules the generated agent project uses beyond what the main snapshot records (its tools file imports
+# verl's function_tool decorator; the pipeline reads the tool schemas from verl's registry).
+EXTRA_MODULES = {"verl": ["verl.tools.function_tool", "verl.experimental.agent_loop"]}
+EXTRA_SIGNATURES = {"verl": [("verl.tools.function_tool", "function_tool"),
+                             ("verl.tools.function_tool", "get_function_tool")]}
 
 
 def wanted_releases() -> list[tuple[str, str]]:
-    """(stem, version) of every release a version set names that the main snapshot lacks."""
+    """(stem, version) of every release a version set names that the main snapshot lacks, and of every
+    release of a package the generated files use more modules of (EXTRA_MODULES)."""
     wanted = set()
     for release in version_sets().values():
         for stem in SNAPSHOTTED_PACKAGES:
             version = release.versions[stem]
-            if api_facts.load(stem).version != version:
+            if api_facts.load(stem).version != version or stem in EXTRA_MODULES:
                 wanted.add((stem, version))
     return sorted(wanted)
 
@@ -75,12 +81,21 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--download-dir", type=Path, required=True, help="where wheels go (outside the repo)")
     parser.add_argument("--out", type=Path, default=RELEASES_DIR, help="release snapshot directory")
     parser.add_argument("--no-download", action="store_true", help="use the wheels already in --download-dir")
+    parser.add_argument("--only", nargs="*", choices=list(DISTRIBUTIONS), help="snapshot only these packages")
     args = parser.parse_args(argv)
     for stem, version in wanted_releases():
+        if args.only and stem not in args.only:
+            continue
         wheel = release_wheel(stem, version, args.download_dir, not args.no_download)
         absent: list[str] = []
         with _older_release(absent):
             record = api_snapshot.snapshot_wheel(stem, wheel)
+        if stem in EXTRA_MODULES:
+            tree = api_snapshot.WheelTree(wheel)
+            record["modules"].update(api_snapshot.modules_table(tree, EXTRA_MODULES[stem]))
+            for module, name in EXTRA_SIGNATURES.get(stem, []):
+                record["signatures"][f"{module}.{name}"] = api_snapshot.function_signature(tree, module, name)
+            record["signatures"] = dict(sorted(record["signatures"].items()))
         record["generated_by"] = "python -m tools.release_snapshots"
         if absent:
             record["absent_modules"] = sorted(set(absent))
