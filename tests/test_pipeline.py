@@ -63,3 +63,19 @@ def test_folder_mode(tmp_path):
     result = _pipeline(src, out)
     assert result.exit_code == 0, result.output
     assert "class VLLMAdapter" in (out / "a.py").read_text()
+
+
+def test_out_names_the_folder_and_output_the_file(tmp_path):
+    src = tmp_path / "scripts"
+    src.mkdir()
+    (src / "a.py").write_text(SCRIPT.read_text())
+    base = ["pipeline", "--strip", "agentic_rl,opencode", "--path", str(PROJECT)]
+    result = CliRunner().invoke(cli, [*base, str(src), "--out", str(tmp_path / "tree")])
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "tree" / "a.py").is_file()
+    result = CliRunner().invoke(cli, [*base, str(SCRIPT), "--output", str(tmp_path / "one.py")])
+    assert result.exit_code == 0 and (tmp_path / "one.py").is_file()
+    result = CliRunner().invoke(cli, [*base, str(SCRIPT), "-o", str(tmp_path / "x.py"), "--out", str(tmp_path)])
+    assert result.exit_code == 2 and "not both" in result.output
+    result = CliRunner().invoke(cli, [*base, str(SCRIPT)])
+    assert result.exit_code == 2 and "--out DIR" in result.output

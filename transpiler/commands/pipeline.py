@@ -42,12 +42,14 @@ _PROBLEMS_SHOWN = 5  # of a script that cannot be made standalone, on its one li
               help="Inference adapter to weave in.")
 @click.option("--entry", metavar="NAME", help="The script's training entry function (default: found).")
 @runtime_env_option
-@click.option("-o", "--out", type=click.Path(path_type=Path), required=True,
-              help="The output script; for a folder SOURCE, the folder to write into.")
+@click.option("-o", "--output", type=click.Path(path_type=Path), metavar="FILE",
+              help="The output script (a script SOURCE).")
+@click.option("--out", "out_dir", type=click.Path(path_type=Path), metavar="DIR",
+              help="The folder to write into (a folder SOURCE; for a script SOURCE, its name inside DIR).")
 @click.option("--report", "report_path", type=click.Path(path_type=Path, dir_okay=False),
               help="One JSON report for every stage.")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
-def pipeline(source, target, strip, search_paths, adapter, entry, runtime_env, out, report_path, quiet):
+def pipeline(source, target, strip, search_paths, adapter, entry, runtime_env, output, out_dir, report_path, quiet):
     """Build an NPU training-inference pipeline from a GPU script that uses project packages.
 
     \b
@@ -59,8 +61,9 @@ def pipeline(source, target, strip, search_paths, adapter, entry, runtime_env, o
     Convert runs after weave so the woven inference code is ported too; running the pipeline again
     on its output changes nothing. Nothing is written for a script that fails a stage.
     """
+    out = _destination(source, output, out_dir)
     if str(out) == "-" or (report_path is not None and str(report_path) == "-"):
-        raise click.UsageError("-o and --report take file names ('-' is not stdout here)")
+        raise click.UsageError("-o, --out and --report take paths ('-' is not stdout here)")
     packages = split_packages(split_csv(strip))
     engine = Engine(Settings(target=target, extras=True, runtime_env_profile=runtime_env))
     console = stderr_console(quiet)
@@ -96,6 +99,21 @@ def pipeline(source, target, strip, search_paths, adapter, entry, runtime_env, o
     clean = len(written) == len(jobs) and not any(
         o.status == "failed" or any(f.severity == "error" for f in o.findings) for o in outcomes)
     sys.exit(ExitCode.OK if clean else ExitCode.FAILED)
+
+
+def _destination(source: Path, output: Optional[Path], out_dir: Optional[Path]) -> Path:
+    """-o/--output names the output file, --out the folder. Before, one `-o/--out` named either: `-o DIR` with
+    a folder SOURCE is still read as the folder."""
+    if output is not None and out_dir is not None:
+        raise click.UsageError("give -o/--output FILE (a script) or --out DIR (a folder), not both")
+    if output is None and out_dir is None:
+        raise click.UsageError("give -o/--output FILE for a script SOURCE or --out DIR for a folder SOURCE")
+    if out_dir is not None:
+        if not source.is_dir():
+            return out_dir / source.name
+        return out_dir
+    assert output is not None
+    return output
 
 
 def _check_written(written: dict[Path, bytes], target: str, packages) -> list[FileOutcome]:
