@@ -62,6 +62,7 @@ def all_outputs() -> list[tuple[str, str, str]]:
         out.append((cid, MAIN_FILE[rendered.kind], rendered.main))
         if rendered.config is not None:
             out.append((cid, "config.yaml", rendered.config))
+        out.extend((cid, name, text) for name, text in (rendered.companions or {}).items())
     return out
 
 
@@ -83,7 +84,7 @@ def test_every_kind_has_two_or_more_option_sets():
 @pytest.mark.parametrize("case", option_sets(), ids=lambda p: f"{p.parent.name}/{p.name}")
 def test_render_matches_expected(case):
     rendered = render_case(case)
-    files = {MAIN_FILE[rendered.kind]: rendered.main}
+    files = {MAIN_FILE[rendered.kind]: rendered.main, **(rendered.companions or {})}
     if rendered.config is not None:
         files["config.yaml"] = rendered.config
     if os.environ.get("NPU_PORT_UPDATE_FIXTURES"):
@@ -258,3 +259,17 @@ def test_msrl_default_config_lands_next_to_script(tmp_path):
 def test_config_out_on_a_kind_without_config(tmp_path):
     result = CliRunner().invoke(cli, ["generate", "vllm-infer", "--config-out", str(tmp_path / "c.yaml")])
     assert result.exit_code == 2 and "no framework config" in result.output
+
+
+def test_pipeline_writes_its_agent_files_next_to_the_script(tmp_path):
+    out = tmp_path / "agent" / "pipeline.py"
+    out.parent.mkdir()
+    result = run_cli("generate", "pipeline", "-o", str(out))
+    assert result.exit_code == 0, result.output
+    assert {p.name for p in out.parent.iterdir()} == {"pipeline.py", "agent_tools.py", "agent_reward.py"}
+    again = CliRunner().invoke(cli, ["generate", "pipeline", "-o", str(out)])
+    assert again.exit_code == 2 and "agent_tools.py" in again.output  # nothing overwritten without --force
+    to_stdout = CliRunner().invoke(cli, ["generate", "pipeline"])
+    assert to_stdout.exit_code == 2 and "give -o FILE" in to_stdout.output
+    refused = CliRunner().invoke(cli, ["generate", "pipeline", "--save-freq", "-1", "-o", str(tmp_path / "p.py")])
+    assert refused.exit_code == 2 and "VERL writes none with -1" in refused.output

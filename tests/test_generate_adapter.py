@@ -48,9 +48,41 @@ class FakeEngine:
         outs = [RequestOutput(str(i), [Completion(p.upper())]) for i, p in enumerate(prompts)]
         return outs[:-1] if self.drop_one else outs
 
-    def chat(self, messages, sampling_params=None, use_tqdm=True):
+    def chat(self, messages, sampling_params=None, use_tqdm=True, tools=None):
         self.calls.append(("chat", messages, sampling_params, use_tqdm))
         return [RequestOutput("c", [Completion("reply to " + messages[-1]["content"])])]
+
+    # vLLM's sleep mode and RPC to the workers, recorded (LLM.sleep, wake_up, collective_rpc, reset_prefix_cache).
+    def sleep(self, level=1):
+        self.calls.append(("sleep", level))
+
+    def wake_up(self, tags=None):
+        self.calls.append(("wake_up", tags))
+
+    def collective_rpc(self, method, timeout=None, args=(), kwargs=None):
+        worker = FakeWorker()
+        method(worker, *args, **(kwargs or {}))
+        self.calls.append(("collective_rpc", worker.loaded))
+        return [None]
+
+    def reset_prefix_cache(self):
+        self.calls.append(("reset_prefix_cache",))
+
+
+class FakeWorker:
+    """A vLLM worker as collective_rpc hands it to the callable: its model runner reloads weights."""
+
+    def __init__(self):
+        self.loaded = []
+        worker = self
+
+        class Runner:
+            model_config = types.SimpleNamespace(model="base")
+
+            def reload_weights(self, weights_path=None):
+                worker.loaded.append(weights_path or self.model_config.model)
+
+        self.model_runner = Runner()
 
 
 def load_generated(kind: str, monkeypatch, **options) -> types.ModuleType:
@@ -59,13 +91,14 @@ def load_generated(kind: str, monkeypatch, **options) -> types.ModuleType:
     vllm.SamplingParams = StubSamplingParams
     monkeypatch.setitem(sys.modules, "vllm", vllm)
     for name in ("ray", "hydra", "omegaconf", "verl", "verl.trainer", "verl.trainer.main_ppo",
-                 "verl.trainer.ppo", "verl.trainer.ppo.utils"):
+                 "verl.trainer.ppo", "verl.trainer.ppo.utils", "verl.tools", "verl.tools.function_tool"):
         if kind == "pipeline":
             stub = types.ModuleType(name)
             stub.__getattr__ = lambda attr: object  # any imported name exists
             monkeypatch.setitem(sys.modules, name, stub)
     source = render(kind, schemas()[kind].validate(options)).main
     module = types.ModuleType(f"generated_{kind.replace('-', '_')}")
+    module.__file__ = f"/generated/{kind}.py"
     monkeypatch.setitem(sys.modules, module.__name__, module)  # dataclasses look their module up
     exec(compile(source, module.__name__, "exec"), module.__dict__)
     return module
@@ -201,7 +234,106 @@ def test_pipeline_hands_the_newest_checkpoint_to_the_adapter(monkeypatch, tmp_pa
     assert module.latest_checkpoint(str(tmp_path)) == str(tmp_path / "global_step_40")
     built = []
     adapter = module.VLLMAdapter("base", engine_factory=lambda m: built.append(m) or FakeEngine())
-    assert module.hand_off(adapter, str(tmp_path)) == str(hf)
+    assert module.hand_off(adapter, str(tmp_path)) == (str(hf), "loaded")  # no engine yet: built from disk
     adapter.generate("x")
     assert built == [str(hf)]
     assert module.OVERRIDES["actor_rollout_ref.actor.checkpoint.save_contents"][-1] == "hf_model"
+
+
+def test_no_checkpoint_is_a_clear_error(monkeypatch, tmp_path):
+    module = load_generated("pipeline", monkeypatch)
+    with pytest.raises(SystemExit, match=r"training wrote no checkpoint .*save_freq must be >= 1"):
+        module.hand_off(module.VLLMAdapter("base", engine=FakeEngine()), str(tmp_path))
+
+
+@pytest.mark.parametrize("vllm_version,loaded", [("0.23.0", "new"), ("0.11.0", "new")])
+def test_weights_reach_the_running_engine_in_place(monkeypatch, tmp_path, vllm_version, loaded):
+    module = load_generated("vllm-infer", monkeypatch, vllm_version=vllm_version)
+    (tmp_path / "config.json").write_text("{}")
+    engine = FakeEngine()
+    built = []
+    adapter = module.VLLMAdapter("base", engine_factory=lambda m: built.append(m) or engine, enable_sleep_mode=True)
+    adapter.generate("x")
+    adapter.sleep()
+    assert adapter.hand_off_weights(str(tmp_path)) == "in-place"
+    steps = [c[0] for c in engine.calls if c[0] != "generate"]
+    assert steps == ["sleep", "wake_up", "collective_rpc", "wake_up", "reset_prefix_cache"]
+    assert ("collective_rpc", [str(tmp_path)]) in engine.calls  # every worker loaded the new folder
+    assert ("wake_up", ["weights"]) in engine.calls and ("sleep", 2) in engine.calls
+    adapter.generate("y")
+    assert built == ["base"]  # never rebuilt
+
+
+def test_in_place_failure_falls_back_to_the_disk_checkpoint(adapter_module, tmp_path):
+    (tmp_path / "config.json").write_text("{}")
+
+    class NoRpc(FakeEngine):
+        def collective_rpc(self, *args, **kwargs):
+            raise AttributeError("NPUWorker has no reload_weights")
+
+    built = []
+    adapter = adapter_module.VLLMAdapter("base", engine_factory=lambda m: built.append(m) or NoRpc())
+    adapter.generate("x")
+    assert adapter.hand_off_weights(str(tmp_path)) == "rebuilt"
+    adapter.generate("y")
+    assert built == ["base", str(tmp_path)]
+
+
+class ScriptedEngine(FakeEngine):
+    """Replies from a script: first a hermes tool call, then an answer that uses the tool's result."""
+
+    def __init__(self, replies):
+        super().__init__()
+        self.replies = list(replies)
+        self.seen_tools = []
+
+    def chat(self, messages, sampling_params=None, use_tqdm=True, tools=None):
+        self.seen_tools.append(tools)
+        self.calls.append(("chat", [dict(m) for m in messages]))
+        return [RequestOutput("c", [Completion(self.replies.pop(0))])]
+
+
+def test_agent_loop_calls_tools_and_the_evaluation_is_written(monkeypatch, tmp_path):
+    module = load_generated("pipeline", monkeypatch)
+    engine = ScriptedEngine(['<tool_call>{"name": "calculator", "arguments": {"expression": "12 * 7"}}</tool_call>',
+                             "The answer is #### 84"])
+    adapter = module.VLLMAdapter("base", engine=engine)
+    tools = {"calculator": lambda expression: str(eval(expression, {"__builtins__": {}}))}  # the test's own tool
+    loop = module.AgentLoop(adapter, tools, tool_schemas=[{"type": "function"}], max_turns=3)
+    conversation, response = loop.run([{"role": "user", "content": "12 * 7?"}])
+    assert [m["role"] for m in conversation] == ["user", "assistant", "tool", "assistant"]
+    assert conversation[2]["content"] == "84" and response.endswith("#### 84")
+    assert engine.seen_tools == [[{"type": "function"}]] * 2  # the schemas reach the chat template
+    assert "error: no tool 'nope'" in loop.call_tool('{"name": "nope", "arguments": {}}')
+    assert loop.call_tool("not json").startswith("error: not a tool call")
+
+    reward = types.ModuleType("agent_reward")
+    source = render("pipeline", schemas()["pipeline"].validate({})).companions["agent_reward.py"]
+    exec(compile(source, "agent_reward.py", "exec"), reward.__dict__)
+    monkeypatch.setattr(module, "load_module", lambda name: reward)
+    engine.replies = ["#### 84", "#### 5"]
+    rows = [{"prompt": [{"role": "user", "content": "a"}], "data_source": "gsm8k",
+             "reward_model": {"ground_truth": "84"}},
+            {"prompt": [{"role": "user", "content": "b"}], "data_source": "gsm8k",
+             "reward_model": {"ground_truth": "6"}}]
+    out = tmp_path / "global_step_5" / "agent_eval.json"
+    out.parent.mkdir()
+    summary = module.evaluate(loop, rows, str(out))
+    assert summary["mean_score"] == 0.5 and summary["samples"] == 2
+    import json
+
+    assert json.loads(out.read_text())["results"][0]["score"] == 1.0
+
+
+def test_the_sample_tool_computes_and_refuses_code(monkeypatch):
+    tools_source = render("pipeline", schemas()["pipeline"].validate({})).companions["agent_tools.py"]
+    stub = types.ModuleType("verl.tools.function_tool")
+    stub.function_tool = lambda fn: fn  # verl's decorator registers; here it only returns the function
+    monkeypatch.setitem(sys.modules, "verl.tools.function_tool", stub)
+    monkeypatch.setitem(sys.modules, "verl.tools", types.ModuleType("verl.tools"))
+    module = types.ModuleType("agent_tools")
+    exec(compile(tools_source, "agent_tools.py", "exec"), module.__dict__)
+    assert module.TOOLS["calculator"]("(12 + 7) * 3") == "57"
+    assert module.TOOLS["calculator"]("2 / 4") == "0.5"
+    assert module.calculator("__import__('os').system('x')").startswith("error:")
+    assert module.calculator("1 / 0").startswith("error:")

@@ -141,7 +141,13 @@ def _make_command(schema: Schema) -> click.Command:
         rendered = render(schema.kind, values, extra)
         if schema.template.endswith(".py.j2"):
             ast.parse(rendered.main)  # a template bug must never reach the user's disk
-        targets = [p for p in (output, config_path, requirements_out) if p is not None and str(p) != "-"]
+        companions = rendered.companions or {}
+        if companions and (output is None or str(output) == "-"):
+            raise click.UsageError(f"{schema.kind} also writes {', '.join(companions)} next to the script: "
+                                   "give -o FILE")
+        companion_paths = {output.parent / name: text for name, text in companions.items()} if output else {}
+        targets = [p for p in (output, config_path, requirements_out, *companion_paths)
+                   if p is not None and str(p) != "-"]
         existing = [str(p) for p in targets if p.exists()]
         if existing and not force:
             raise click.UsageError(f"{', '.join(existing)} already exist(s); use --force to overwrite")
@@ -150,6 +156,9 @@ def _make_command(schema: Schema) -> click.Command:
         else:
             write_data(output, rendered.main.encode("utf-8"), 0o755 if rendered.main.startswith("#!") else 0o644)
             click.echo(f"wrote {output}", err=True)
+        for path, text in companion_paths.items():
+            write_data(path, text.encode("utf-8"), 0o644)
+            click.echo(f"wrote {path}", err=True)
         if config_path is not None and rendered.config is not None:
             write_data(config_path, rendered.config.encode("utf-8"), 0o644)
             click.echo(f"wrote {config_path}", err=True)

@@ -153,8 +153,24 @@ def _verl_train(v: Mapping[str, Any]) -> dict[str, Any]:
     return _verl_context(v, verl_overrides(v))
 
 
+def agent_overrides(v: Mapping[str, Any]) -> tuple[str, list[Override]]:
+    """Rollouts through VERL's tool agent loop with the project's tools and reward (files next to the script;
+    the pipeline makes the paths absolute at run time)."""
+    return ("agent in the loop: VERL's tool agent loop (multi-turn, hermes tool calls), the project's tools and reward", [
+        ("actor_rollout_ref.rollout.multi_turn.enable", True),
+        ("actor_rollout_ref.rollout.multi_turn.format", "hermes"),
+        ("actor_rollout_ref.rollout.multi_turn.max_assistant_turns", v["agent_max_turns"]),
+        ("actor_rollout_ref.rollout.multi_turn.function_tool_path", "agent_tools.py"),
+        ("actor_rollout_ref.rollout.agent.default_agent_loop", "tool_agent"),
+        ("data.return_raw_chat", True),
+        ("reward.custom_reward_function.path", "agent_reward.py"),
+        ("reward.custom_reward_function.name", "compute_score"),
+    ])
+
+
 def _pipeline(v: Mapping[str, Any]) -> dict[str, Any]:
-    return _verl_context(v, verl_overrides(v, save_hf_model=True))
+    groups = verl_overrides(v, save_hf_model=True)
+    return _verl_context(v, groups + [agent_overrides(v)])
 
 
 def _msrl_train(v: Mapping[str, Any]) -> dict[str, Any]:

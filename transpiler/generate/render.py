@@ -132,6 +132,7 @@ class Rendered:
     main: str
     config: Optional[str]  # the framework config (--config-out), where the kind has one
     config_language: Optional[str]
+    companions: Optional[dict[str, str]] = None  # file name -> text, written next to the main file
 
 
 def template_context(kind: str, values: Mapping[str, Any]) -> dict[str, Any]:
@@ -160,7 +161,9 @@ def render(kind: str, values: Mapping[str, Any], extra: Mapping[str, Any] | None
     config = None
     if schema.config_template:
         config = env.get_template(_template_path(folder, schema.config_template)).render(ctx)
-    return Rendered(kind, main, config, schema.config_language)
+    companions = {name: env.get_template(_template_path(folder, template)).render(ctx)
+                  for name, template in schema.companions.items()}
+    return Rendered(kind, main, config, schema.config_language, companions or None)
 
 
 def render_partial(template: str, kind: str, values: Mapping[str, Any]) -> str:

@@ -172,6 +172,8 @@ class Schema:
     config_template: Optional[str]
     config_language: Optional[str]
     options: dict[str, Option] = field(default_factory=dict)
+    # Companion files the main file needs next to it (file name -> template), e.g. the agent's tools.
+    companions: dict[str, str] = field(default_factory=dict)
     constraints: list[Constraint] = field(default_factory=list)
     # Checks a framework applies that a product rule cannot say (MindSpeed-RL's validate_rl_args): values in,
     # problems out; they run once every option and constraint holds.
@@ -220,6 +222,10 @@ def parse_schema(data: Mapping[str, Any], parents: Mapping[str, Schema] = {}) ->
         schema.constraints.extend(parents[parent].constraints)
     for name, spec in (data.get("options") or {}).items():
         schema.options[name] = _parse_option(schema.kind, name, spec)
+    for name, template in (data.get("companions") or {}).items():
+        if "/" in name or name.startswith(".") or not name:
+            raise SchemaError(f"{schema.kind}: companion {name!r} must be a plain file name")
+        schema.companions[name] = template
     for name in data.get("drop_options", []):
         schema.options.pop(name, None)
     for c in data.get("constraints", []):

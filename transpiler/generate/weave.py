@@ -294,13 +294,14 @@ ADAPTER_HANDOFF_DIR = {python_literal(handoff_dir)}
 
 def {PIPELINE_ENTRY}(*args: Any, **kwargs: Any) -> Any:
     """Pipeline entry added by npu-port weave: set up the inference adapter, run {entry}() with the
-    same arguments, then hand the newest weights to the adapter. vLLM starts on first use, so training
+    same arguments, then hand the newest weights to the adapter: in place when the agent's engine is
+    running (no rebuild from disk), else loaded from the folder. vLLM starts on first use, so training
     keeps the NPUs until then."""
     global INFERENCE_ADAPTER
     INFERENCE_ADAPTER = VLLMAdapter()
     result = {entry}(*args, **kwargs)
     if ADAPTER_HANDOFF_DIR and os.path.isfile(os.path.join(ADAPTER_HANDOFF_DIR, "config.json")):
-        INFERENCE_ADAPTER.reload_weights(ADAPTER_HANDOFF_DIR)
+        INFERENCE_ADAPTER.hand_off_weights(ADAPTER_HANDOFF_DIR)
     return result
 '''
     stmts = _parse_statements(code)
