@@ -273,3 +273,22 @@ def test_pipeline_writes_its_agent_files_next_to_the_script(tmp_path):
     assert to_stdout.exit_code == 2 and "give -o FILE" in to_stdout.output
     refused = CliRunner().invoke(cli, ["generate", "pipeline", "--save-freq", "-1", "-o", str(tmp_path / "p.py")])
     assert refused.exit_code == 2 and "VERL writes none with -1" in refused.output
+
+
+@pytest.mark.parametrize("kind,files", [
+    ("pipeline", {"pipeline.py", "agent_tools.py", "agent_reward.py", "config.yaml", "requirements-npu.txt"}),
+    ("msrl-train", {"launch.sh", "grpo_npu.yaml"}),
+    ("vllm-infer", {"adapter.py", "requirements-npu.txt"}),
+])
+def test_out_writes_the_whole_tree(tmp_path, kind, files):
+    out = tmp_path / "project"
+    result = run_cli("generate", kind, "--out", str(out))
+    assert result.exit_code == 0, result.output
+    assert {p.name for p in out.iterdir()} == files
+    both = CliRunner().invoke(cli, ["generate", kind, "--out", str(out), "-o", str(tmp_path / "x")])
+    assert both.exit_code == 2 and "drop -o" in both.output
+
+
+def test_out_with_invalid_options_creates_nothing(tmp_path):
+    result = CliRunner().invoke(cli, ["generate", "pipeline", "--rollout-n", "1", "--out", str(tmp_path / "p")])
+    assert result.exit_code == 2 and not (tmp_path / "p").exists()

@@ -113,8 +113,10 @@ def _too_many_values(data: Any, limit: int) -> bool:
 
 
 def _make_command(schema: Schema) -> click.Command:
-    def run(output: Optional[Path], spec: Optional[Path], config_out: Optional[Path],
+    def run(output: Optional[Path], out_dir: Optional[Path], spec: Optional[Path], config_out: Optional[Path],
             requirements_out: Optional[Path], force: bool, show_options: bool, **cli_values: Any) -> None:
+        if out_dir is not None:
+            output, config_out, requirements_out = _tree_paths(schema, out_dir, output, config_out, requirements_out)
         given: dict[str, Any] = load_spec(spec) if spec else {}
         spec_kind = given.pop("kind", schema.kind)
         if spec_kind != schema.kind:
@@ -151,6 +153,11 @@ def _make_command(schema: Schema) -> click.Command:
         existing = [str(p) for p in targets if p.exists()]
         if existing and not force:
             raise click.UsageError(f"{', '.join(existing)} already exist(s); use --force to overwrite")
+        if out_dir is not None:
+            try:  # created only now: options that fail validation leave no empty folder behind
+                out_dir.mkdir(parents=True, exist_ok=True)
+            except OSError as exc:
+                raise click.ClickException(f"cannot create --out {out_dir}: {exc.strerror or exc}") from None
         if output is None or str(output) == "-":
             sys.stdout.write(rendered.main)
         else:
@@ -174,6 +181,8 @@ def _make_command(schema: Schema) -> click.Command:
     for deco in reversed([
         click.option("-o", "--output", type=click.Path(path_type=Path, dir_okay=False),
                      help="File to write (default: stdout)."),
+        click.option("--out", "out_dir", type=click.Path(path_type=Path, file_okay=False),
+                     help=f"Folder to write everything into: {_tree_listing(schema)}."),
         click.option("--from", "spec", type=click.Path(path_type=Path, dir_okay=False),
                      help="Read options from a YAML or JSON file; command-line options win."),
         click.option("--config-out", type=click.Path(path_type=Path, dir_okay=False),
@@ -188,6 +197,30 @@ def _make_command(schema: Schema) -> click.Command:
     ]):
         command = deco(command)
     return click.command(schema.kind, help=schema.summary, short_help=schema.summary.split(":")[0])(command)
+
+
+def _tree_listing(schema: Schema) -> str:
+    names = [schema.template.removesuffix(".j2"), *schema.companions]
+    if schema.config_template:
+        names.append("<config-name>.yaml" if "config_name" in schema.options else "config.yaml")
+    if "vllm_version" in schema.options:
+        names.append("requirements-npu.txt")
+    return ", ".join(names)
+
+
+def _tree_paths(schema: Schema, out_dir: Path, output: Optional[Path], config_out: Optional[Path],
+                requirements_out: Optional[Path]) -> tuple[Path, Optional[Path], Optional[Path]]:
+    """--out DIR: the main file, its config and the requirements under their usual names in DIR."""
+    given = [flag for flag, value in (("-o", output), ("--config-out", config_out),
+                                      ("--requirements-out", requirements_out)) if value is not None]
+    if given:
+        raise click.UsageError(f"--out DIR names every file; drop {', '.join(given)}")
+    if out_dir.exists() and not out_dir.is_dir():
+        raise click.UsageError(f"--out {out_dir}: not a folder")
+    main = out_dir / schema.template.removesuffix(".j2")
+    config = out_dir / "config.yaml" if schema.config_template and "config_name" not in schema.options else None
+    requirements = out_dir / "requirements-npu.txt" if "vllm_version" in schema.options else None
+    return main, config, requirements
 
 
 def _config_destination(schema: Schema, given: dict[str, Any], output: Optional[Path],
