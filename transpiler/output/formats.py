@@ -25,6 +25,7 @@ from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.core.files import printable
 from npu_port.transpiler.core.registry import all_rules
 from npu_port.transpiler.core.report import CheckReport, Edit, FileOutcome, Finding, findings_to_json
+from npu_port.transpiler.output.render import LONG_HINT
 
 OUTPUT_FORMATS = ("text", "json", "sarif", "github")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
@@ -42,7 +43,9 @@ def _rule_meta(rule_id: str) -> dict:
 # -- text ----------------------------------------------------------------------------------------
 
 def render_text(console: Console, report: CheckReport, *, statistics: bool = False, strict: bool = False) -> None:
-    """Grouped by file, each finding with its source line, fix and hint; then the totals."""
+    """Grouped by file, each finding with its source line, fix and hint; then the totals. A long hint is
+    printed in full once per rule; later findings with the same one point back to it (JSON keeps all)."""
+    shown_hints: set[tuple[str, str]] = set()
     for outcome in report.outcomes:
         if outcome.status == "failed":
             console.print(f"[bold underline]{escape(outcome.path)}[/]")
@@ -61,7 +64,11 @@ def render_text(console: Console, report: CheckReport, *, statistics: bool = Fal
             if f.fix:
                 console.print(Text.assemble("    ", ("fix", "green"), ": ", f.fix))
             if f.hint and f.hint != f.fix:
-                console.print(Text.assemble("    ", (f"hint: {f.hint}", "dim")))
+                if len(f.hint) > LONG_HINT and (f.rule, f.hint) in shown_hints:
+                    console.print(Text.assemble("    ", (f"hint: as for the first {f.rule} finding above", "dim")))
+                else:
+                    shown_hints.add((f.rule, f.hint))
+                    console.print(Text.assemble("    ", (f"hint: {f.hint}", "dim")))
         console.print()
     if statistics:
         render_statistics(console, report.findings)

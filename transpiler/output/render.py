@@ -12,6 +12,8 @@ from rich.markup import escape
 from npu_port.transpiler.core.report import FileOutcome
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+# Characters: a hint longer than this is printed in full once per rule in text output (JSON keeps all).
+LONG_HINT = 100
 
 
 def stderr_console(quiet: bool = False) -> Console:
@@ -30,6 +32,7 @@ def print_findings(console: Console, outcomes: Iterable[FileOutcome], show_chang
                    quiet: bool = False) -> None:
     """Each file that failed, and its findings (and changes with `show_changes`); `quiet` keeps only the
     failures: -q hides what went well, never what went wrong."""
+    shown_hints: set[tuple[str, str]] = set()  # a long hint is printed in full once per rule
     for o in outcomes:
         if o.status == "failed":
             console.print(f"[bold red]error[/]: {escape(o.path)}: {escape(o.error)}")
@@ -40,7 +43,11 @@ def print_findings(console: Console, outcomes: Iterable[FileOutcome], show_chang
                 continue
             style = _STYLE.get(f.severity, "")
             label = "change" if f.kind == "change" else f.severity
-            tail = f" [dim](hint: {escape(f.hint)})[/]" if f.hint else ""
+            if f.hint and len(f.hint) > LONG_HINT and (f.rule, f.hint) in shown_hints:
+                tail = f" [dim](hint: as for the first {f.rule} finding above)[/]"
+            else:
+                shown_hints.add((f.rule, f.hint))
+                tail = f" [dim](hint: {escape(f.hint)})[/]" if f.hint else ""
             console.print(f"{escape(f.file)}:{f.line}:{f.col}: [{style}]{label}[/] "
                           f"[bold]{f.rule}[/] {escape(f.message)}{tail}")
 
