@@ -90,10 +90,14 @@ class OriginalLines:
 
 
 class Positions:
-    """Per text: offset -> position in the original input, and the ignore-comment check."""
+    """Per text: offset -> position in the original input, and the ignore-comment check.
+
+    It keeps what it needs of the file's context (its ignore comments), never the context itself:
+    ParsedTexts holds it as a value keyed weakly by that context, and a value that referred to its key
+    would keep every file's context, text and parse alive for the worker's lifetime."""
 
     def __init__(self, ctx: FileContext, text: str):
-        self.ctx = ctx
+        self.ignores = ctx.ignores
         self.index = LineIndex(text)
         self.original = OriginalLines(ctx.text, text)
 
@@ -103,16 +107,17 @@ class Positions:
         return self.original(line), col
 
     def is_silenced(self, rule: str, start: int, end: Optional[int] = None) -> bool:
-        if not self.ctx.ignores:
+        if not self.ignores:
             return False
         first = self.line_col(start)[0]
         last = self.line_col(end if end is not None else start)[0]
-        return silenced(self.ctx.ignores, min(first, last), max(first, last), rule)
+        return silenced(self.ignores, min(first, last), max(first, last), rule)
 
 
 class ParsedTexts(Generic[T]):
     """One parse per text and file: the rules of a file that run on the same text share the parse and
-    its positions (a rule that changed the text makes the next one parse again)."""
+    its positions (a rule that changed the text makes the next one parse again). Entries go with
+    their file's context: nothing in a value refers back to it (tests/test_text_edits_memory.py)."""
 
     def __init__(self, parse: Callable[[str], T]):
         self._parse = parse
@@ -125,7 +130,6 @@ class ParsedTexts(Generic[T]):
         parsed, positions = self._parse(text), Positions(ctx, text)
         self._cache[ctx] = (text, parsed, positions)
         return parsed, positions
-
 
 
 class SpanEditRule(TextRule):
