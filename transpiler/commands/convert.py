@@ -18,7 +18,7 @@ import click
 from rich.markup import escape
 
 from npu_port.transpiler.bulk.cache import Cache, default_cache_dir
-from npu_port.transpiler.bulk.configured import discover_files, run_configured
+from npu_port.transpiler.bulk.configured import discover_files, mirror_empty_folders, run_configured
 from npu_port.transpiler.bulk.git_copy import GitCopies
 from npu_port.transpiler.bulk.runner import RunConfig, SourceFile
 from npu_port.transpiler.bulk.worker import Task, convert_task
@@ -152,6 +152,8 @@ def convert(ctx, paths, target, select, ignore, extras, show_diff, out_arg, in_p
             except RuntimeError as exc:  # an executor that cannot start (no Ray cluster there)
                 raise click.ClickException(str(exc)) from None
         outcomes, interrupted = result.outcomes, result.interrupted
+        if out is not None and to_folder and not interrupted:
+            mirror_empty_folders(paths, config, writer.destination, out, exclude=[out])
 
     print_findings(console, outcomes, show_changes, quiet=quiet)
     if not quiet:
