@@ -3,6 +3,7 @@ applied (core/config.py holds the configuration; this module applies it to the b
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Iterable
 from dataclasses import replace
 from pathlib import Path
@@ -10,6 +11,7 @@ from typing import Optional
 
 from npu_port.transpiler.bulk.runner import RunConfig, RunResult, SourceFile, discover, run
 from npu_port.transpiler.core.config import ProjectConfig
+from npu_port.transpiler.core.files import empty_folders, is_within, printable
 from npu_port.transpiler.core.settings import Settings
 
 
@@ -35,3 +37,24 @@ def run_configured(files: list[SourceFile], config: ProjectConfig, settings: Set
         return replace(settings, ignore=settings.ignore + extra) if extra else settings
 
     return run(files, settings, on_result, config=run_config, settings_for=settings_for)
+
+
+def mirror_empty_folders(paths: Iterable[Path], config: ProjectConfig, destination: Callable[[SourceFile], Path],
+                         out: Path, exclude: Iterable[Path] = ()) -> None:
+    """Create in `out` each folder of the inputs that holds nothing (`destination` says where a
+    SourceFile lands): a mirrored tree keeps placeholders such as VERL's empty `recipe/`. Excluded
+    folders stay out, and nothing is created through a link that leads outside `out`."""
+    exclude = list(exclude)
+    for root in paths:
+        for folder in empty_folders(root, exclude):
+            if config.is_excluded(folder):
+                continue
+            dest = destination(SourceFile(folder, folder.relative_to(root), printable(str(folder))))
+            there = dest
+            while not os.path.lexists(there) and there != out and there.parent != there:
+                there = there.parent
+            if is_within(there, out):
+                try:
+                    dest.mkdir(parents=True, exist_ok=True)
+                except OSError:
+                    pass  # a file of that name is already there (--force into an earlier output): left as it is

@@ -137,6 +137,19 @@ def walk(root: Path, exclude: Iterable[Path] = ()) -> Iterator[Path]:
                 yield Path(dirpath) / name
 
 
+def empty_folders(root: Path, exclude: Iterable[Path] = ()) -> Iterator[Path]:
+    """The folders under `root` that hold nothing at all (a placeholder such as VERL's `recipe/`), in
+    the order `walk` visits them, with the same folders skipped; links are never followed."""
+    if not root.is_dir() or root.is_symlink():
+        return
+    excluded = {os.path.realpath(p) for p in exclude}
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=False):
+        if not dirnames and not filenames and dirpath != str(root):
+            yield Path(dirpath)
+        dirnames[:] = sorted(d for d in dirnames if d not in SKIP_DIRS and not os.path.islink(os.path.join(dirpath, d))
+                             and os.path.realpath(os.path.join(dirpath, d)) not in excluded)
+
+
 def read_source(path: Path, max_bytes: int = DEFAULT_MAX_BYTES, flag: Optional[str] = "--max-bytes") -> bytes:
     """Read a regular file; FIFOs, devices and oversized files are refused (ReadError) instead of blocking
     or exhausting memory. `flag`: the option that sets `max_bytes`, named when a file is too large."""
