@@ -107,7 +107,7 @@ class UnsupportedCudaLibraries(PythonRule):
         one finding per import statement and library, and then every use site, one finding each:
         calls and references of names bound from those libraries (`cp.asarray(t)`,
         `pynvml.nvmlInit()`, `bnb.optim.Adam8bit(...)`, `isinstance(m, bnb.nn.Linear8bitLt)`),
-        `@triton.jit` / `@triton.autotune` kernels and their launches (`kernel[grid](...)`), and the
+        `@triton.jit` / `@triton.autotune` kernels and their launches (`kernel[grid]` called), and the
         calls into a CUDA extension built with `load(...)` / `load_inline(cuda_sources=...)`
         (`_ext.bias_gelu(x)`). Builds of CUDA code (`load_inline(cuda_sources=...)`,
         `load(..., sources=[...".cu"])`, `CUDAExtension(...)`, an Extension with `.cu` sources) are
