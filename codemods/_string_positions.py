@@ -62,7 +62,7 @@ class StringPositionRule(PythonRule):
         if not todo:
             return updated
         for i, (var, new, original) in flow.rewrites.items():
-            if i in todo and not self.ctx.is_silenced(original, self.ID):
+            if i in todo and not self.ctx.left_as_is(original, self.ID):
                 self.ctx.note(original, self.ID, f"{_text_of(original)} -> {_text_of(new)} (flows into a position through `{var}`)",
                               kind="change")
             else:
@@ -70,6 +70,14 @@ class StringPositionRule(PythonRule):
         return transform(updated, _ReplaceStrings(todo))
 
     def visit_Call(self, node: cst.Call) -> None:
+        why = self.finder.excluded(node)
+        if why:
+            callee = self.ctx.resolve(node.func)
+            for leaf in self.finder.argument_leaves(node):
+                if not isinstance(leaf, cst.Name) and self._converted(leaf) is not None:
+                    self.report(leaf, f"{_text_of(leaf)} left as is: `{callee}` takes no NPU {self.POSITION}",
+                                hint=why)
+            return
         self._mark(self.finder.in_call(node))
 
     def visit_Assign(self, node: cst.Assign) -> None:

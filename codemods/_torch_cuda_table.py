@@ -17,7 +17,7 @@ CUDA_ROOT = "torch.cuda"
 class Row:
     cuda: str
     npu: Optional[str]
-    status: str  # same | analogue | unsupported
+    status: str  # same | analogue | differs | unsupported
     hint: str = ""
 
 
@@ -51,7 +51,7 @@ class TorchCudaTable:
     def translate(self, qualified: str) -> Optional[str]:
         """The NPU name for a torch.cuda name, or None when there is none."""
         row, rest = self.lookup(qualified)
-        if row is None or row.status == "unsupported" or not row.npu:
+        if row is None or row.status in ("unsupported", "differs") or not row.npu:
             return None
         return row.npu + rest
 

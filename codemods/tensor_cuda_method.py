@@ -3,6 +3,10 @@ from __future__ import annotations
 import libcst as cst
 
 from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
+from npu_port.transpiler.tables.mapping import load_table
+
+# Methods that return an object of the same class: `TensorDict(...).to("cpu")` is a TensorDict still.
+_RETURN_SELF = frozenset({"cuda", "cpu", "to", "clone", "contiguous", "detach"})
 
 
 class TensorCudaMethod(PythonRule):
@@ -10,7 +14,10 @@ class TensorCudaMethod(PythonRule):
 
     What it does:
         `x.cuda(...)` becomes `x.npu(...)` with the same arguments, and `t.is_cuda` becomes `t.is_npu`,
-        on any object that is not an imported module (tensors, modules, storages).
+        on any object that is not an imported module (tensors, modules, storages). Objects of libraries
+        that have `.cuda()` but no `.npu()` (tensordict's `TensorDict`, listed in
+        `cuda_method_receivers.yaml`) get `.to("npu")` instead when the file shows what they are: the
+        receiver is built by a call to such a class, or is a name assigned from one in the same scope.
 
     Why:
         torch_npu adds `Tensor.npu`, `Module.npu` and `Tensor.is_npu`; `.cuda()` fails without CUDA.
@@ -18,6 +25,7 @@ class TensorCudaMethod(PythonRule):
     Example:
         model = Net().cuda()            ->  model = Net().npu()
         if batch.is_cuda: ...           ->  if batch.is_npu: ...
+        td = TensorDict(d, [2]).cuda()  ->  td = TensorDict(d, [2]).to("npu")
 
     Fix safety:
         safe for torch objects. A user class with its own `cuda()` method would need a matching `npu()`;
@@ -34,13 +42,53 @@ class TensorCudaMethod(PythonRule):
     def scout(cls, facts, options) -> bool:
         return facts.has_word("cuda", "is_cuda")  # attribute names: code, never string contents
 
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._to_device = tuple(load_table(ctx.target, "cuda_method_receivers")["to_device"])
+        self._built: list[set[str]] = [set()]  # per scope: names assigned from such a class's call
+
     def _is_module(self, node: cst.BaseExpression) -> bool:
         return self.ctx.resolve(node) is not None
+
+    def _builds_no_npu_object(self, node: cst.BaseExpression) -> bool:
+        """A call of (a method of) a class listed in cuda_method_receivers: `TensorDict(...)`,
+        `TensorDict.from_dict(...)`, or a name assigned from one in this scope."""
+        if isinstance(node, cst.Name):
+            return node.value in self._built[-1]
+        if not isinstance(node, cst.Call):
+            return False
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in _RETURN_SELF:
+            return self._builds_no_npu_object(node.func.value)  # TensorDict(...).cpu().cuda()
+        name = self.ctx.resolve(node.func) or ""
+        return any(name == p or (p.endswith(".*") and name.startswith(p[:-1])) for p in self._to_device)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._built.append(set())
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
+        self._built.pop()
+        return updated
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        for target in node.targets:
+            if isinstance(target.target, cst.Name):
+                if self._builds_no_npu_object(node.value):
+                    self._built[-1].add(target.target.value)
+                else:
+                    self._built[-1].discard(target.target.value)
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         func = updated.func
         if (isinstance(func, cst.Attribute) and func.attr.value == "cuda"
                 and not self._is_module(original.func.value)):
+            if self._builds_no_npu_object(original.func.value):  # type: ignore[attr-defined]
+                if updated.args:
+                    self.report(original, "`.cuda(...)` on an object that has no `.npu()`; left unchanged",
+                                hint='use .to("npu") (or .to(f"npu:{index}")) on the NPU')
+                    return updated
+                new = updated.with_changes(func=func.with_changes(attr=cst.Name("to")),
+                                           args=[cst.Arg(cst.SimpleString('"npu"'))])
+                return self.rewrite(original, updated, new, '`.cuda()` -> `.to("npu")` (the object has no `.npu()`)')
             new = updated.with_changes(func=func.with_changes(attr=cst.Name("npu")))
             return self.rewrite(original, updated, new, "`.cuda()` -> `.npu()`")
         return updated

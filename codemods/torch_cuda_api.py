@@ -140,6 +140,10 @@ class TorchCudaApi(PythonRule):
         if row.status == "unsupported" or not row.npu:
             self.report(node, f"`{row.cuda}` has no torch_npu equivalent; left unchanged", hint=row.hint)
             return
+        if row.status == "differs":
+            self.report(node, f"`{row.npu}` exists but does not answer as `{row.cuda}` does; left unchanged",
+                        hint=row.hint)
+            return
         new_q = row.npu + rest
         base = leftmost_name(node)
         assert base is not None

@@ -186,9 +186,10 @@ class TorchNpuImport(PythonRule):
         # *_ascend package) imports torch_npu where and when it chooses: vllm-ascend keeps it out of
         # its platform module on purpose. A file that picks the NPU at run time must keep importing on
         # GPU and CPU hosts. Neither gets an unconditional import.
-        if not (self.ctx.changed or _USES_NPU.search(self.ctx.text)) or _is_npu_native(self.ctx.path, self.ctx.text):
+        if not (self.ctx.changed or _USES_NPU.search(self.ctx.text)) or _is_npu_native(self.ctx.path, self.ctx.text) \
+                or self.ctx.dispatch.nvidia_stack:
             return updated
-        if self.ctx.npu_guarded or _NPU_PREDICATE.search(self.ctx.text):
+        if self.ctx.selects_npu_at_run_time() or _NPU_PREDICATE.search(self.ctx.text):
             self.report(_Scope(original.body).anchor or original, "left without `import torch_npu`: this file already selects the NPU at run "
                                   "time; import it where the NPU branch runs", severity="info")
             return updated

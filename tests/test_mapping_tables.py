@@ -32,10 +32,10 @@ def test_rows_are_well_formed_and_unique():
         assert row["cuda"] not in seen, row
         seen.add(row["cuda"])
         status = row.get("status", "same")
-        assert status in ("same", "analogue", "unsupported"), row
+        assert status in ("same", "analogue", "differs", "unsupported"), row
         assert bool(row.get("npu")) == (status != "unsupported"), row
-        if status == "unsupported":
-            assert row.get("hint"), f"unsupported rows need a hint for the report: {row}"
+        if status in ("unsupported", "differs"):
+            assert row.get("hint"), f"{status} rows need a hint for the report: {row}"
 
 
 def test_unsupported_names_are_rows_too():

@@ -9,7 +9,7 @@ comments, user identifiers) is never yielded, so no rule can touch it.
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Optional
 
 import libcst as cst
@@ -23,6 +23,9 @@ class PositionPolicy:
     positional: dict[str, tuple[int, ...]]
     methods: dict[str, tuple[int, ...]]
     compared_with: tuple[str, ...]
+    # callee (`x.*` matches any member of x) -> why its arguments are no position although a keyword is
+    # named like one (ray.util.collective takes backend="nccl" but has no HCCL group).
+    not_positions: dict[str, str] = field(default_factory=dict)
 
     @classmethod
     def from_data(cls, data: dict) -> PositionPolicy:
@@ -31,7 +34,17 @@ class PositionPolicy:
             positional={k: tuple(v) for k, v in (data.get("positional") or {}).items()},
             methods={k: tuple(v) for k, v in (data.get("methods") or {}).items()},
             compared_with=tuple(data.get("compared_with", ())),
+            not_positions=dict(data.get("not_positions") or {}),
         )
+
+    def not_a_position(self, callee: Optional[str]) -> Optional[str]:
+        """Why the arguments of `callee` are left although they look like positions, or None."""
+        if not callee or not self.not_positions:
+            return None
+        for pattern, why in self.not_positions.items():
+            if callee == pattern or (pattern.endswith(".*") and callee.startswith(pattern[:-1])):
+                return why
+        return None
 
     def names_setting(self, name: Optional[str]) -> bool:
         if not name:
@@ -114,8 +127,20 @@ class PositionFinder:
                 return value if isinstance(value, str) else None
         return None
 
+    def excluded(self, call: cst.Call) -> Optional[str]:
+        """Why this call's arguments are no position (see PositionPolicy.not_positions), or None."""
+        return self.policy.not_a_position(self.resolve(call.func)) if self.policy.not_positions else None
+
+    def argument_leaves(self, call: cst.Call) -> Iterator[cst.BaseExpression]:
+        """The strings of a call's positional arguments and of its keywords named like a setting."""
+        for arg in call.args:
+            if not arg.star and (arg.keyword is None or self.policy.names_setting(arg.keyword.value)):
+                yield from string_leaves(arg.value)
+
     def in_call(self, call: cst.Call) -> Iterator[cst.BaseExpression]:
         p = self.policy
+        if self.excluded(call):
+            return
         positional = [a for a in call.args if a.keyword is None and not a.star]
         indexes: tuple[int, ...] = ()
         func = call.func

@@ -10,10 +10,24 @@ from typing import Optional
 
 import libcst as cst
 
+from npu_port.transpiler.analysis.dispatch import (
+    NPU_BRANCH,
+    REGISTRY_KEY,
+    THIRD_PARTY_CUDA_FLAG,
+    Guard,
+    comparison_guard,
+    cuda_flag_values,
+    dispatch_parameter_defaults,
+    mapping_guard,
+    npu_guard,
+    nvidia_guard,
+    registration_guards,
+    sibling_guards,
+)
 from npu_port.transpiler.core.cst_walk import transform
 from npu_port.transpiler.core.files import NUL_BYTES, decode_problem
 from npu_port.transpiler.core.report import Finding
-from npu_port.transpiler.core.rules import PythonContext, PythonRule, RunOptions, is_npu_guard, sibling_guards
+from npu_port.transpiler.core.rules import PythonContext, PythonRule, RunOptions
 
 
 class SourceError(Exception):
@@ -92,8 +106,11 @@ class _Dispatcher(cst.CSTTransformer):
                 elif attr.startswith("leave_"):
                     self._leaves[attr[6:]].append(getattr(rule, attr))
 
-        self._guard: Optional[cst.CSTNode] = None  # the outermost NPU guard being walked through
-        self._siblings: set[int] = set()  # `if`s that dispatch beside one that handles the NPU
+        self._guard: Optional[cst.CSTNode] = None  # the outermost dispatch code being walked through
+        self._reason: Optional[Guard] = None
+        # Nodes found to be dispatch code before the walk reaches them: `if`s beside one that handles the
+        # NPU, registration keys, parameter defaults the function dispatches on, third-party cuda= flags.
+        self._marked: dict[int, Guard] = {}
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         kind = type(node)
@@ -102,21 +119,52 @@ class _Dispatcher(cst.CSTTransformer):
         if kind in _PATCH_TYPES:
             for target in _patch_targets(node):
                 self._ctx.patched.update(id(n) for n in _subtree(target))
-        if self._ctx.npu_aware:
-            if kind in _BLOCK_TYPES:
-                self._siblings.update(id(i) for i in sibling_guards(node.body))
-            if self._guard is None and kind in _GUARD_TYPES and (is_npu_guard(node) or id(node) in self._siblings):
-                self._guard = node
-            if self._guard is not None:
-                self._ctx.npu_guarded.add(id(node))
+        if kind in _MARKING_TYPES:
+            self._mark_ahead(node, kind)
+        if self._guard is None:
+            guard = self._marked.get(id(node)) if self._marked else None
+            if guard is None and kind in _GUARD_TYPES:
+                guard = self._guard_for(node, kind)
+            if guard is not None:
+                self._guard, self._reason = node, guard
+        if self._guard is not None:
+            self._ctx.npu_guarded[id(node)] = self._reason  # type: ignore[assignment]
         for fn in self._visits.get(kind.__name__, ()):
             fn(node)
         return True
 
+    def _mark_ahead(self, node: cst.CSTNode, kind: type) -> None:
+        shapes = self._ctx.dispatch
+        marked: list[tuple[cst.CSTNode, Guard]] = []
+        if kind in _BLOCK_TYPES and shapes.npu:
+            marked += [(i, NPU_BRANCH) for i in sibling_guards(node.body)]  # type: ignore[attr-defined]
+        elif kind is cst.Call:
+            if shapes.registry:
+                marked += [(v, REGISTRY_KEY) for v in registration_guards(node)]  # type: ignore[arg-type]
+            if shapes.cuda_flags:
+                marked += [(v, THIRD_PARTY_CUDA_FLAG) for v in cuda_flag_values(node, self._ctx.resolve)]  # type: ignore[arg-type]
+        elif kind is cst.FunctionDef and (shapes.npu_code or shapes.registry):
+            marked += dispatch_parameter_defaults(node, shapes.npu_code)  # type: ignore[arg-type]
+        for n, guard in marked:
+            self._marked.setdefault(id(n), guard)
+
+    def _guard_for(self, node: cst.CSTNode, kind: type) -> Optional[Guard]:
+        shapes = self._ctx.dispatch
+        guard = None
+        if shapes.npu and kind in _NPU_GUARD_TYPES:
+            guard = npu_guard(node)
+        if guard is None and kind is cst.Comparison and shapes.npu_code:
+            guard = comparison_guard(node)  # type: ignore[arg-type]
+        if guard is None and kind is cst.IfExp:
+            guard = mapping_guard(node)  # type: ignore[arg-type]
+        if guard is None and shapes.nvidia_tests and kind in _NVIDIA_GUARD_TYPES:
+            guard = nvidia_guard(node)
+        return guard
+
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
         kind = type(original)
         if original is self._guard:
-            self._guard = None
+            self._guard = self._reason = None
         for fn in self._leaves.get(kind.__name__, ()):
             updated = fn(original, updated)
             if type(updated) is not kind:
@@ -138,8 +186,12 @@ class _Dispatcher(cst.CSTTransformer):
 # for these alone spares an isinstance test through ABCMeta on every other node.
 _SCOPE_TYPES = frozenset({cst.Module, cst.FunctionDef, cst.ClassDef})
 _PATCH_TYPES = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del, cst.Call)
-_GUARD_TYPES = frozenset({cst.If, cst.IfExp, cst.List, cst.Tuple, cst.Set})
+_NPU_GUARD_TYPES = frozenset({cst.If, cst.IfExp, cst.List, cst.Tuple, cst.Set})
+_NVIDIA_GUARD_TYPES = frozenset({cst.If, cst.IfExp, cst.BooleanOperation})
 _BLOCK_TYPES = frozenset({cst.Module, cst.IndentedBlock})
+# The kinds of node that can start dispatch code, and those that can mark some ahead (analysis/dispatch).
+_GUARD_TYPES = _NPU_GUARD_TYPES | _NVIDIA_GUARD_TYPES | {cst.Comparison}
+_MARKING_TYPES = _BLOCK_TYPES | {cst.Call, cst.FunctionDef}
 
 
 def parse_module(source: bytes | str) -> cst.Module:

@@ -9,12 +9,19 @@ from __future__ import annotations
 
 import inspect
 import re
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal, Optional, get_args
 
 import libcst as cst
 
+from npu_port.transpiler.analysis.dispatch import (
+    DEVICE_COMPARISON,
+    DISPATCH_PARAMETER,
+    NPU_BRANCH,
+    FileDispatch,
+    Guard,
+    nvidia_stack_guard,
+)
 from npu_port.transpiler.analysis.imports import ImportTable
 from npu_port.transpiler.analysis.locations import NodeLocations
 from npu_port.transpiler.core.report import Finding, FindingKind, Severity
@@ -59,59 +66,6 @@ def silenced(ignores: dict[int, Optional[frozenset[str]]], first: int, last: int
             if ids is None or rule in ids:
                 return True
     return False
-
-
-# "npu" as a word of its own (torch.npu, is_npu_available, device == "npu", NPU), not inside `inputs`.
-_NPU_WORD = re.compile(r"(?<![a-z])npu(?![a-z])", re.I)
-
-
-def _mentions_npu(node: cst.CSTNode) -> bool:
-    return _NPU_WORD.search(cst.Module(body=[]).code_for_node(node)) is not None
-
-
-def _chain_tests(node: cst.If):
-    while isinstance(node, cst.If):
-        yield node.test
-        node = node.orelse
-
-
-def _names_npu_value(node: cst.CSTNode) -> bool:
-    return isinstance(node, cst.SimpleString) and _NPU_WORD.search(node.value) is not None
-
-
-def is_npu_guard(node: cst.CSTNode) -> bool:
-    """The root of code that already handles both devices, whose CUDA side stays as written:
-    - an if/elif chain whose tests mention the NPU;
-    - a conditional expression that mentions it in its test or either arm (`"nccl" if ... else "hccl"`
-      must not become `"hccl" if ... else "hccl"`);
-    - a list, tuple or set that names the NPU beside CUDA (`device=["cuda", "npu"]`, a registration
-      for both devices, must not become `["npu", "npu"]`)."""
-    if isinstance(node, cst.If):
-        return any(_mentions_npu(t) for t in _chain_tests(node))
-    if isinstance(node, cst.IfExp):
-        return _mentions_npu(node)
-    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
-        return any(_names_npu_value(e.value) for e in node.elements)
-    return False
-
-
-def sibling_guards(body: Sequence[cst.CSTNode]) -> list[cst.If]:
-    """`if` statements of one block that dispatch on the device beside one that handles the NPU:
-    `if name == "cuda": opts["num_gpus"] = n` followed by `if name == "npu": opts["resources"] = ...`.
-    Rewriting the first would make both run on the NPU."""
-    ifs = [s for s in body if isinstance(s, cst.If)]
-    if len(ifs) < 2 or not any(is_npu_guard(i) for i in ifs):
-        return []
-    return [i for i in ifs if not is_npu_guard(i) and any(_CUDA_TEST.search(_code(t)) for t in _chain_tests(i))]
-
-
-# A test that picks the CUDA side: a comparison with the device name, or a CUDA availability check.
-_CUDA_TEST = re.compile(r"""(?:==|!=|\bin\b)\s*["']cuda["']|["']cuda["']\s*(?:==|!=)|is_(?:torch_)?cuda_available|"""
-                        r"""torch\.cuda\.is_available|\bis_nvidia\b|\bis_cuda\b""")
-
-
-def _code(node: cst.CSTNode) -> str:
-    return cst.Module(body=[]).code_for_node(node)
 
 
 class Rule:
@@ -193,10 +147,12 @@ class PythonContext(FileContext):
         self._positions = None
         # Findings whose line is only known once positions are computed: (node, Finding-kwargs).
         self._pending: list[tuple[cst.CSTNode, dict]] = []
-        # Ids of the nodes inside an NPU guard, filled by the engine's walk as it meets them (a rule asks
-        # only about nodes already visited); only files that mention the NPU can have any.
-        self.npu_aware = "npu" in text
-        self.npu_guarded: set[int] = set()
+        # Which device-dispatch shapes the text can hold (analysis/dispatch), and the nodes inside one,
+        # with the reason they are left: filled by the engine's walk as it meets them (a rule asks only
+        # about nodes already visited).
+        self.dispatch = FileDispatch.of(path, text)
+        self.npu_guarded: dict[int, Guard] = {}
+        self._stack_noted = False
         self.patched: set[int] = set()  # ids of nodes inside assignment, del and patch targets
         self.changed = False
 
@@ -215,10 +171,36 @@ class PythonContext(FileContext):
         `setattr(torch.cuda, ...)`, `mock.patch("torch.cuda.x")`): renaming it would patch torch.npu."""
         return id(node) in self.patched
 
-    def in_npu_branch(self, node: cst.CSTNode) -> bool:
-        """True inside an `if`/`elif` chain or conditional expression that already tests for the NPU
-        (`if is_npu_available: ... else: torch.cuda...`): such device-agnostic code is left as it is."""
-        return id(node) in self.npu_guarded
+    def guard_of(self, node: cst.CSTNode) -> Optional[Guard]:
+        """Why `node` sits in code that picks a branch by device and is left as written (an `if` chain that
+        already tests for the NPU, a device-name mapping, an NVIDIA-only test, a registry key, ...), or
+        None. See analysis/dispatch."""
+        return self.npu_guarded.get(id(node))
+
+    def selects_npu_at_run_time(self) -> bool:
+        """The file already has an NPU branch: it runs on GPU and CPU hosts too and must keep doing so."""
+        return any(g in (NPU_BRANCH, DEVICE_COMPARISON, DISPATCH_PARAMETER) for g in self.npu_guarded.values())
+
+    def left_as_is(self, node: cst.CSTNode, rule: str) -> bool:
+        """True when no rule may change `node`, having said why: an ignore comment, a shim target, code
+        that picks a branch by device, or an NVIDIA-only module (said once per file)."""
+        if self.is_silenced(node, rule):
+            return True
+        if self.is_patched(node):
+            self.note(node, rule, "left as is: this name is assigned or patched here (a shim that points "
+                                  "torch.cuda at NPU objects on purpose)", severity="info")
+            return True
+        if self.dispatch.nvidia_stack:
+            if not self._stack_noted:
+                self._stack_noted = True
+                guard = nvidia_stack_guard(self.dispatch.nvidia_stack)
+                self.note(node, rule, f"left as is: {guard.reason}", severity=guard.severity)
+            return True
+        guard = self.guard_of(node)
+        if guard is not None:
+            self.note(node, rule, f"left as is: {guard.reason}", severity=guard.severity)
+            return True
+        return False
 
     def is_silenced(self, node: cst.CSTNode, rule: str) -> bool:
         if not self.ignores:
@@ -252,17 +234,8 @@ class PythonRule(Rule):
 
     # -- helpers for subclasses -------------------------------------------------------------
     def rewrite(self, original: cst.CSTNode, updated: cst.CSTNode, new: cst.CSTNode, message: str):
-        """Return `new` and record the change, unless an ignore comment covers `original` or it sits in
-        code that already handles the NPU."""
-        if self.ctx.is_silenced(original, self.ID):
-            return updated
-        if self.ctx.is_patched(original):
-            self.ctx.note(original, self.ID, "left as is: this name is assigned or patched here (a shim that "
-                                             "points torch.cuda at NPU objects on purpose)", severity="info")
-            return updated
-        if self.ctx.in_npu_branch(original):
-            self.ctx.note(original, self.ID, "left as is: this branch is the CUDA side of code that already "
-                                             "handles the NPU", severity="info")
+        """Return `new` and record the change, unless the code is to be left as it is (`left_as_is`)."""
+        if self.ctx.left_as_is(original, self.ID):
             return updated
         self.ctx.note(original, self.ID, message, kind="change")
         return new

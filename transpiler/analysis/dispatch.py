@@ -1,0 +1,236 @@
+"""Code that picks a branch by device: where a hard CUDA->NPU rewrite would change which branch runs.
+
+Real repositories are written for several devices at once. They compare device names to choose a path,
+map one device name to another, guard NVIDIA-only code with `is_nvidia`, key registries by device and
+keep whole modules for NVIDIA-only stacks (cupy, NIXL, TensorRT-LLM). A rewrite inside such code makes
+the NPU take the CUDA branch as well as its own, or the CUDA branch call torch.npu on a GPU host. Each
+function below recognises one shape and returns why the code is left as written (a `Guard`), or None.
+
+The engine's walk (core/python_source) asks them about every node of the kinds they know, outermost
+first, and every node inside a guard is left by all rules with the guard's reason as an info finding.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+from typing import Optional
+
+import libcst as cst
+
+from npu_port.transpiler.core.report import Severity
+
+
+@dataclass(frozen=True)
+class Guard:
+    reason: str  # completes "left as is: ..."
+    severity: Severity = "info"
+
+
+NPU_BRANCH = Guard("this branch is the CUDA side of code that already handles the NPU")
+NAME_MAPPING = Guard("this expression maps one run-time device name to another (the other arm already "
+                     "yields the NPU's name where it runs)")
+NVIDIA_ONLY = Guard("this code runs only on NVIDIA GPUs (it sits behind an NVIDIA-only test such as "
+                    "`is_nvidia` or `torch.version.cuda`)")
+DEVICE_COMPARISON = Guard("this compares a run-time device name in a module that also handles the NPU: "
+                          "renamed, the NPU would take this branch too")
+DISPATCH_PARAMETER = Guard("the function picks a branch by this parameter (it compares it with the NPU's "
+                           "name), so its default is a dispatch key, not a device to move")
+REGISTRY_KEY = Guard("a registration key, not a device: renamed, this entry would take the NPU's slot")
+THIRD_PARTY_CUDA_FLAG = Guard("the value of a third-party `cuda=`-style option: it means CUDA there; decide "
+                              "by hand what it should be on the NPU", "warning")
+
+# "npu" as a word of its own (torch.npu, is_npu_available, device == "npu", NPU) and the other names only
+# NPU code uses (the HCCL backend, torch_npu, Ascend), not inside `inputs`.
+NPU_WORD = re.compile(r"(?<![a-z])(?:npu|hccl|ascend)(?![a-z])", re.I)
+# The NPU named by code rather than prose: torch.npu, torch_npu, is_*npu*_available(), an "npu"/"hccl" value.
+_NPU_CODE = re.compile(r"""\btorch\.npu\b|\btorch_npu\b|\bis_\w*npu\w*|["'](?:npu|NPU|hccl|HCCL)(?::[^"'\n]*)?["']""")
+# Vendor tests whose true side is NVIDIA-only code (ROCm reuses torch.cuda, so `torch.version.hip` counts).
+_NVIDIA_TEST = re.compile(r"\bis_nvidia\w*|\btorch\.version\.(?:cuda|hip)\b|\bis_(?:rocm|hip|amd)\b")
+# A test that picks the CUDA side: a comparison with the device name, or a CUDA availability check.
+_CUDA_TEST = re.compile(r"""(?:==|!=|\bin\b)\s*["']cuda["']|["']cuda["']\s*(?:==|!=)|is_(?:torch_)?cuda_available|"""
+                        r"""torch\.cuda\.is_available|\bis_nvidia\b|\bis_cuda\b""")
+# Device names a mapping expression translates between.
+_DEVICE_NAME = re.compile(r"^(?:cuda|cpu|gpu|npu|hip|xpu|mps|rocm|musa|mlu)$")
+_REGISTER = re.compile(r"regist", re.I)
+_DEVICE_KEYWORDS = frozenset({"device", "devices", "device_name", "device_type"})
+# Keywords of other libraries' options that mean CUDA itself (mergekit's MergeOptions(cuda=...)).
+_CUDA_FLAGS = frozenset({"cuda", "use_cuda", "gpu", "use_gpu", "on_gpu"})
+
+# Modules that exist only for NVIDIA's stack: a whole weight-transfer engine on cupy or NIXL, TensorRT-LLM.
+_NVIDIA_STACK_IMPORT = re.compile(r"^[ \t]*(?:import|from)[ \t]+(cupy|nixl\w*|tensorrt_llm)\b", re.M)
+_NVIDIA_STACK_PATH = re.compile(r"(?:^|[/_.-])(nccl|nixl|trtllm|tensorrt)(?:[/_.-]|$)", re.I)
+
+
+@dataclass(frozen=True)
+class FileDispatch:
+    """What one cheap look at a file's text says about which shapes can occur in it."""
+
+    npu: bool  # it names the NPU somewhere (even in a comment): NPU branches can occur
+    npu_code: bool  # it names the NPU in code: its comparisons with "cuda" and dispatch parameters pick branches
+    nvidia_tests: bool
+    registry: bool
+    cuda_flags: bool
+    nvidia_stack: str  # why the whole module is NVIDIA-only, or ""
+
+    @classmethod
+    def of(cls, path: str, text: str) -> FileDispatch:
+        npu = NPU_WORD.search(text) is not None
+        stack = ""
+        found = _NVIDIA_STACK_IMPORT.search(text)
+        if found:
+            stack = f"it imports {found.group(1)}"
+        elif not npu:
+            name = _NVIDIA_STACK_PATH.search(path.replace("\\", "/").rsplit("/", 1)[-1])
+            if name:
+                stack = f"its name says {name.group(1)}"
+        return cls(npu=npu, npu_code=npu and _NPU_CODE.search(text) is not None, nvidia_tests=_NVIDIA_TEST.search(text) is not None,
+                   registry=_REGISTER.search(text) is not None,
+                   cuda_flags=re.search(r"\b(?:use_)?(?:cuda|gpu)\s*=", text) is not None,
+                   nvidia_stack=stack)
+
+
+def nvidia_stack_guard(why: str) -> Guard:
+    return Guard(f"an NVIDIA-only module ({why}): nothing in it is converted; port it by hand or use its "
+                 "HCCL / NPU counterpart", "warning")
+
+
+def code(node: cst.CSTNode) -> str:
+    return cst.Module(body=[]).code_for_node(node)
+
+
+def _mentions_npu(node: cst.CSTNode) -> bool:
+    return NPU_WORD.search(code(node)) is not None
+
+
+def chain_tests(node: cst.If) -> Iterator[cst.BaseExpression]:
+    current: object = node
+    while isinstance(current, cst.If):
+        yield current.test
+        current = current.orelse
+
+
+def _names_npu_value(node: cst.CSTNode) -> bool:
+    return isinstance(node, cst.SimpleString) and NPU_WORD.search(node.value) is not None
+
+
+def npu_guard(node: cst.CSTNode) -> Optional[Guard]:
+    """The root of code that already handles both devices, whose CUDA side stays as written:
+    - an if/elif chain whose tests mention the NPU;
+    - a conditional expression that mentions it in its test or either arm (`"nccl" if ... else "hccl"`
+      must not become `"hccl" if ... else "hccl"`);
+    - a list, tuple or set that names the NPU beside CUDA (`device=["cuda", "npu"]`, a registration
+      for both devices, must not become `["npu", "npu"]`)."""
+    if isinstance(node, cst.If):
+        return NPU_BRANCH if any(_mentions_npu(t) for t in chain_tests(node)) else None
+    if isinstance(node, cst.IfExp):
+        return NPU_BRANCH if _mentions_npu(node) else None
+    if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
+        return NPU_BRANCH if any(_names_npu_value(e.value) for e in node.elements) else None
+    return None
+
+
+def sibling_guards(body: Sequence[cst.CSTNode]) -> list[cst.If]:
+    """`if` statements of one block that dispatch on the device beside one that handles the NPU:
+    `if name == "cuda": opts["num_gpus"] = n` followed by `if name == "npu": opts["resources"] = ...`.
+    Rewriting the first would make both run on the NPU."""
+    ifs = [s for s in body if isinstance(s, cst.If)]
+    if len(ifs) < 2 or not any(npu_guard(i) for i in ifs):
+        return []
+    return [i for i in ifs if not npu_guard(i) and any(_CUDA_TEST.search(code(t)) for t in chain_tests(i))]
+
+
+def _is_device_literal(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.SimpleString) and _DEVICE_NAME.match(node.raw_value.split(":")[0]) is not None
+
+
+def _is_cuda_literal(node: cst.BaseExpression) -> bool:
+    return isinstance(node, cst.SimpleString) and node.raw_value.split(":")[0] == "cuda"
+
+
+def mapping_guard(node: cst.IfExp) -> Optional[Guard]:
+    """`"cuda" if name == "gpu" else name`, `dev if dev != "hip" else "cuda"`: a translation between
+    device names, where one arm is the very value the test compares with a device name. That value is
+    already the NPU's name where the code runs on one; only the other spelling is mapped."""
+    test = node.test
+    if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1:
+        return None
+    if not isinstance(test.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
+        return None
+    left, right = test.left, test.comparisons[0].comparator
+    subject = left if _is_device_literal(right) else right if _is_device_literal(left) else None
+    if subject is None:
+        return None
+    arms = (code(node.body), code(node.orelse))
+    return NAME_MAPPING if code(subject) in arms else None
+
+
+def nvidia_guard(node: cst.CSTNode) -> Optional[Guard]:
+    """`is_nvidia and torch.cuda.get_device_capability()[0] >= 9`, `if torch.version.cuda: ...`: code
+    that asks NVIDIA-only questions behind a vendor test."""
+    if isinstance(node, cst.If):
+        return NVIDIA_ONLY if any(_NVIDIA_TEST.search(code(t)) for t in chain_tests(node)) else None
+    if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
+        return NVIDIA_ONLY if _NVIDIA_TEST.search(code(node.left)) else None
+    if isinstance(node, cst.IfExp):
+        return NVIDIA_ONLY if _NVIDIA_TEST.search(code(node.test)) else None
+    return None
+
+
+def comparison_guard(node: cst.Comparison) -> Optional[Guard]:
+    """`device_name == "cuda"`, `self.device != "cuda"` in a module that also handles the NPU: a branch
+    choice. (In a single-device module the same comparison is converted: there is no NPU branch.)"""
+    operands = [node.left, *(c.comparator for c in node.comparisons)]
+    if not any(_is_cuda_literal(o) for o in operands):
+        return None
+    return DEVICE_COMPARISON if any(not isinstance(o, (cst.SimpleString, cst.FormattedString)) for o in operands) \
+        else None
+
+
+def _dotted(node: cst.BaseExpression) -> str:
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        head = _dotted(node.value)
+        return f"{head}.{node.attr.value}" if head else ""
+    return ""
+
+
+def registration_guards(node: cst.Call) -> list[cst.CSTNode]:
+    """The device keywords of `register(..., device="cuda")`, `Registry.register_engine(device=[...])`,
+    `@EngineRegistry.register(...)`: keys of a table, not devices."""
+    if not _REGISTER.search(_dotted(node.func).rsplit(".", 1)[-1]):
+        return []
+    return [a.value for a in node.args if a.keyword is not None and a.keyword.value in _DEVICE_KEYWORDS]
+
+
+def dispatch_parameter_defaults(node: cst.FunctionDef, npu: bool) -> list[tuple[cst.CSTNode, Guard]]:
+    """Defaults of parameters that the function dispatches on instead of using as a device: in a
+    `register*` function any device-named default (a registry key), elsewhere one the body compares with
+    the NPU's name (`if device_name == "npu"`)."""
+    params = [p for p in (*node.params.params, *node.params.kwonly_params) if p.default is not None]
+    if not params:
+        return []
+    if _REGISTER.search(node.name.value):
+        return [(p.default, REGISTRY_KEY) for p in params  # type: ignore[misc]
+                if p.name.value in _DEVICE_KEYWORDS or p.name.value.endswith("device")]
+    if not npu:
+        return []
+    body = code(node.body)
+    out: list[tuple[cst.CSTNode, Guard]] = []
+    for p in params:
+        name = re.escape(p.name.value)
+        if re.search(rf"""\b{name}\s*(?:==|!=)\s*["'](?:npu|NPU)|["'](?:npu|NPU)["']\s*(?:==|!=)\s*{name}\b""", body):
+            out.append((p.default, DISPATCH_PARAMETER))  # type: ignore[arg-type]
+    return out
+
+
+def cuda_flag_values(node: cst.Call, resolve) -> list[cst.CSTNode]:
+    """Values of `cuda=`-style keywords of a call outside torch (`MergeOptions(cuda=torch.cuda.is_available())`):
+    the callee's option means CUDA; on the NPU host the converted value would turn it on."""
+    flagged = [a.value for a in node.args if a.keyword is not None and a.keyword.value in _CUDA_FLAGS]
+    if not flagged:
+        return []
+    name = resolve(node.func) or _dotted(node.func)
+    return [] if name.startswith(("torch.", "torch_npu.")) else flagged
