@@ -20,6 +20,9 @@ def _is_npu_native(path: str, text: str) -> bool:
     return bool(_NPU_PACKAGE.search(path) or _NPU_NATIVE_IMPORT.search(text))
 
 
+_IMPORTS_TORCH_NPU = re.compile(r"^[ \t]*(?:import[ \t]+torch_npu\b|from[ \t]+torch_npu\b)", re.M)
+
+
 # Run-time NPU selection: transformers/accelerate/verl style availability checks.
 _NPU_PREDICATE = re.compile(r"\bis_(?:torch_)?npu_available\b")
 
@@ -147,7 +150,7 @@ class TorchNpuImport(PythonRule):
     """Add `import torch_npu` right after the first `import torch` of each scope that uses torch.
 
     What it does:
-        In a file that npu-port changed (or that already uses the NPU), adds `import torch_npu` after the
+        In a file that npu-port changed, adds `import torch_npu` after the
         first `import torch` / `import torch as T` of the module; where torch is only imported inside
         functions, after each function-local `import torch`. It goes before an `import torch.npu as x` or
         `from torch import npu` that would otherwise run first. Never twice; never in files that do not
@@ -155,7 +158,9 @@ class TorchNpuImport(PythonRule):
 
         Files that are NPU code already (they import torch_npu, vllm_ascend or mindspeed somewhere, or
         sit in an `*_ascend` package) get no import, and neither do files that pick the NPU at run
-        time (an `is_torch_npu_available()` or an NPU branch): an info finding says so.
+        time (an `is_torch_npu_available()` or an NPU branch): an info finding says so. A file written
+        for the NPU by hand (it uses `torch.npu` and nothing in it changes) gets an info finding, not
+        the import: such code often relies on torch_npu being loaded elsewhere on purpose.
 
     Why:
         torch_npu registers the `npu` device, `torch.npu` and the HCCL backend. torch-npu 2.14 also loads
@@ -178,16 +183,27 @@ class TorchNpuImport(PythonRule):
 
     @classmethod
     def scout(cls, facts, options) -> bool:
-        # On its own (without another rule's change) it acts only on files that already use the NPU.
-        return facts.has_word("torch") and facts.search(_USES_NPU)
+        # On its own (without another rule's change) it only reports files that use the NPU without
+        # importing torch_npu; it runs after any change anyway (FOLLOWS_CHANGES).
+        if not (facts.has_word("torch") and facts.search(_USES_NPU)):
+            return False
+        return facts.unsure or not (_IMPORTS_TORCH_NPU.search(facts.source) or _NPU_NATIVE_IMPORT.search(facts.source))
 
     def finalize(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         # NPU code already (it imports torch_npu, vllm_ascend or mindspeed somewhere, or lives in an
         # *_ascend package) imports torch_npu where and when it chooses: vllm-ascend keeps it out of
         # its platform module on purpose. A file that picks the NPU at run time must keep importing on
         # GPU and CPU hosts. Neither gets an unconditional import.
-        if not (self.ctx.changed or _USES_NPU.search(self.ctx.text)) or _is_npu_native(self.ctx.path, self.ctx.text) \
-                or self.ctx.dispatch.nvidia_stack:
+        if _is_npu_native(self.ctx.path, self.ctx.text) or self.ctx.dispatch.nvidia_stack:
+            return updated
+        if not self.ctx.changed:
+            # Written for the NPU by hand already: torch_npu may be loaded elsewhere on purpose (its
+            # autoload entry point, a platform plugin such as vllm-ascend); say so rather than add it.
+            if _USES_NPU.search(self.ctx.text) and not _IMPORTS_TORCH_NPU.search(self.ctx.text):
+                self.report(_Scope(original.body).anchor or original,
+                            "uses torch.npu without importing torch_npu: fine where torch_npu is loaded "
+                            "elsewhere (its autoload on `import torch`, a plugin); otherwise add "
+                            "`import torch_npu`", severity="info")
             return updated
         if self.ctx.selects_npu_at_run_time() or _NPU_PREDICATE.search(self.ctx.text):
             self.report(_Scope(original.body).anchor or original, "left without `import torch_npu`: this file already selects the NPU at run "

@@ -60,6 +60,12 @@ _CUDA_FLAGS = frozenset({"cuda", "use_cuda", "gpu", "use_gpu", "on_gpu"})
 
 # Modules that exist only for NVIDIA's stack: a whole weight-transfer engine on cupy or NIXL, TensorRT-LLM.
 _NVIDIA_STACK_IMPORT = re.compile(r"^[ \t]*(?:import|from)[ \t]+(cupy|nixl\w*|tensorrt_llm)\b", re.M)
+# Modules of an NPU framework (vllm-ascend, MindSpeed): their CUDA references are deliberate (vLLM's
+# torch.cuda names patched onto torch.npu, tests of the non-HCCL path, configs that say "cuda" on purpose).
+# Only an unconditional (module-level) import counts: `if is_vllm_ascend_available(): from vllm_ascend ...`
+# is a file that picks the NPU at run time.
+_NPU_FRAMEWORK_IMPORT = re.compile(r"^(?:import|from)[ \t]+(vllm_ascend|mindspeed\w*)\b", re.M)
+_NPU_FRAMEWORK_PATH = re.compile(r"(?:^|/)(\w+_ascend)/")
 _NVIDIA_STACK_PATH = re.compile(r"(?:^|[/_.-])(nccl|nixl|trtllm|tensorrt)(?:[/_.-]|$)", re.I)
 
 
@@ -73,6 +79,7 @@ class FileDispatch:
     registry: bool
     cuda_flags: bool
     nvidia_stack: str  # why the whole module is NVIDIA-only, or ""
+    npu_framework: str  # why the whole module is NPU code already, or ""
 
     @classmethod
     def of(cls, path: str, text: str) -> FileDispatch:
@@ -85,10 +92,17 @@ class FileDispatch:
             name = _NVIDIA_STACK_PATH.search(path.replace("\\", "/").rsplit("/", 1)[-1])
             if name:
                 stack = f"its name says {name.group(1)}"
-        return cls(npu=npu, npu_code=npu and _NPU_CODE.search(text) is not None, nvidia_tests=_NVIDIA_TEST.search(text) is not None,
+        native = _NPU_FRAMEWORK_IMPORT.search(text)
+        package = _NPU_FRAMEWORK_PATH.search(path.replace("\\", "/"))
+        framework = f"it imports {native.group(1)}" if native else f"it is part of {package.group(1)}" if package else ""
+        return cls(npu_framework=framework, npu=npu, npu_code=npu and _NPU_CODE.search(text) is not None, nvidia_tests=_NVIDIA_TEST.search(text) is not None,
                    registry=_REGISTER.search(text) is not None,
                    cuda_flags=re.search(r"\b(?:use_)?(?:cuda|gpu)\s*=", text) is not None,
                    nvidia_stack=stack)
+
+
+def npu_framework_guard(why: str) -> Guard:
+    return Guard(f"NPU code already ({why}): its CUDA names are deliberate, nothing in it is converted")
 
 
 def nvidia_stack_guard(why: str) -> Guard:

@@ -117,8 +117,12 @@ class _Dispatcher(cst.CSTTransformer):
         if kind in _SCOPE_TYPES:
             self._ctx.imports.enter(node)
         if kind in _PATCH_TYPES:
-            for target in _patch_targets(node):
+            targets = _patch_targets(node)
+            for target in targets:
                 self._ctx.patched.update(id(n) for n in _subtree(target))
+            if targets and kind is cst.Assign:
+                # The value of a shim is what torch.cuda is made to point at: written as meant.
+                self._ctx.patched.update(id(n) for n in _subtree(node.value))  # type: ignore[attr-defined]
         if kind in _MARKING_TYPES:
             self._mark_ahead(node, kind)
         if self._guard is None:

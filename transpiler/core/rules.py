@@ -20,6 +20,7 @@ from npu_port.transpiler.analysis.dispatch import (
     NPU_BRANCH,
     FileDispatch,
     Guard,
+    npu_framework_guard,
     nvidia_stack_guard,
 )
 from npu_port.transpiler.analysis.imports import ImportTable
@@ -190,11 +191,12 @@ class PythonContext(FileContext):
             self.note(node, rule, "left as is: this name is assigned or patched here (a shim that points "
                                   "torch.cuda at NPU objects on purpose)", severity="info")
             return True
-        if self.dispatch.nvidia_stack:
+        whole = npu_framework_guard(self.dispatch.npu_framework) if self.dispatch.npu_framework else \
+            nvidia_stack_guard(self.dispatch.nvidia_stack) if self.dispatch.nvidia_stack else None
+        if whole is not None:
             if not self._stack_noted:
                 self._stack_noted = True
-                guard = nvidia_stack_guard(self.dispatch.nvidia_stack)
-                self.note(node, rule, f"left as is: {guard.reason}", severity=guard.severity)
+                self.note(node, rule, f"left as is: {whole.reason}", severity=whole.severity)
             return True
         guard = self.guard_of(node)
         if guard is not None:
