@@ -52,6 +52,11 @@ class TorchCudaApi(PythonRule):
         self._inner: set[int] = set()  # Attribute/Name nodes inside a chain already planned
         self._plans: dict[int, str] = {}  # id(original node) -> new dotted expression
         self._import_lines: dict[int, list[cst.SimpleStatementLine]] = {}
+        # The torch.cuda names this file uses that stay as they are (no NPU equivalent, or one that answers
+        # differently): an `if` guarding them keeps its CUDA test, or the branch would run on the NPU and fail.
+        self._functions: list[cst.FunctionDef] = []
+        self._staying = [r.cuda for r in self.table.rows.values()
+                         if r.status in ("unsupported", "differs") and r.cuda.rsplit(".", 1)[-1] in ctx.text]
 
     # -- uses -------------------------------------------------------------------------------
     def visit_Attribute(self, node: cst.Attribute) -> None:
@@ -72,6 +77,29 @@ class TorchCudaApi(PythonRule):
         if "npu" in self.ctx.text and any("cuda" in n.lower() for n in names) and self._skip_chains_in(node.value):
             self.ctx.note(node.value, self.ID, f"left as is: `{names[0]}` is the CUDA probe of code that "
                                                "already handles the NPU", severity="info")
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._skip_names(node.name)
+        self._functions.append(node)
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
+        self._functions.pop()
+        return updated
+
+    def _stays_in(self, node: cst.CSTNode) -> Optional[str]:
+        text = cst.Module(body=[]).code_for_node(node)
+        return next((n for n in self._staying if n in text or f".{n.rsplit('.', 1)[-1]}(" in text), None)
+
+    def visit_If(self, node: cst.If) -> None:
+        if not self._staying:
+            return
+        stays = self._stays_in(node.body)
+        # `if not torch.cuda.is_available(): return False` guards the rest of its function.
+        if stays is None and self._functions and _exits(node.body):
+            stays = self._stays_in(self._functions[-1].body)
+        if stays and self._skip_chains_in(node.test):
+            self.ctx.note(node.test, self.ID, f"left as is: this test guards `{stays}`, which stays CUDA-only",
+                          severity="info")
 
     def _skip_chains_in(self, expr: cst.CSTNode) -> bool:
         """Keep the torch.cuda names in `expr` as they are; True if there were any."""
@@ -106,9 +134,6 @@ class TorchCudaApi(PythonRule):
         self._skip_names(node.keyword)
 
     def visit_Param(self, node: cst.Param) -> None:
-        self._skip_names(node.name)
-
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._skip_names(node.name)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
@@ -284,3 +309,12 @@ def _tidy(aliases: list[cst.ImportAlias]) -> list[cst.ImportAlias]:
     """Fresh commas: the aliases came from a longer list."""
     out = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in aliases]
     return out
+
+
+def _exits(block: cst.BaseSuite) -> bool:
+    """A block whose last statement returns or raises: an early exit."""
+    body = getattr(block, "body", ())
+    last = body[-1] if body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        return isinstance(last.body[-1], (cst.Return, cst.Raise))
+    return False

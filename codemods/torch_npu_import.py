@@ -205,7 +205,7 @@ class TorchNpuImport(PythonRule):
                             "elsewhere (its autoload on `import torch`, a plugin); otherwise add "
                             "`import torch_npu`", severity="info")
             return updated
-        if self.ctx.selects_npu_at_run_time() or _NPU_PREDICATE.search(self.ctx.text):
+        if self.ctx.selects_npu_at_run_time() or self.ctx.dispatch.selects_npu:
             self.report(_Scope(original.body).anchor or original, "left without `import torch_npu`: this file already selects the NPU at run "
                                   "time; import it where the NPU branch runs", severity="info")
             return updated

@@ -31,13 +31,20 @@ class Guard:
 NPU_BRANCH = Guard("this branch is the CUDA side of code that already handles the NPU")
 NAME_MAPPING = Guard("this expression maps one run-time device name to another (the other arm already "
                      "yields the NPU's name where it runs)")
-NVIDIA_ONLY = Guard("this code runs only on NVIDIA GPUs (it sits behind an NVIDIA-only test such as "
-                    "`is_nvidia` or `torch.version.cuda`)")
+NVIDIA_ONLY = Guard("this code runs only on another vendor's GPUs (it sits behind an NVIDIA or AMD ROCm test "
+                    "such as `is_nvidia`, `torch.version.cuda`, `torch.version.hip` or a HIP/ROCR variable)")
+DEVICE_MODULE_RESOLVER = Guard("this picks the device module by name at run time (`getattr(torch, name)`); its "
+                               "torch.cuda is the fallback for a name torch lacks")
+NPU_TWIN = Guard("an NPU-guarded twin of this call follows (`if <npu>: torch.npu....`): this line is the CUDA one")
 DEVICE_COMPARISON = Guard("this compares a run-time device name in a module that also handles the NPU: "
                           "renamed, the NPU would take this branch too")
+RESOLVER_COMPARISON = Guard("this compares what a device resolver answers (`get_device_name()`, `torch_device`): it "
+                            "is the NPU's name on an NPU already, so renamed the NPU would take this branch too")
 DISPATCH_PARAMETER = Guard("the function picks a branch by this parameter (it compares it with the NPU's "
                            "name), so its default is a dispatch key, not a device to move")
 REGISTRY_KEY = Guard("a registration key, not a device: renamed, this entry would take the NPU's slot")
+NEEDS_TORCH_NPU = Guard("the file picks the NPU at run time and would have to import torch_npu on every host for "
+                        "this; port it inside the NPU branch")
 THIRD_PARTY_CUDA_FLAG = Guard("the value of a third-party `cuda=`-style option: it means CUDA there; decide "
                               "by hand what it should be on the NPU", "warning")
 
@@ -47,7 +54,9 @@ NPU_WORD = re.compile(r"(?<![a-z])(?:npu|hccl|ascend)(?![a-z])", re.I)
 # The NPU named by code rather than prose: torch.npu, torch_npu, is_*npu*_available(), an "npu"/"hccl" value.
 _NPU_CODE = re.compile(r"""\btorch\.npu\b|\btorch_npu\b|\bis_\w*npu\w*|["'](?:npu|NPU|hccl|HCCL)(?::[^"'\n]*)?["']""")
 # Vendor tests whose true side is NVIDIA-only code (ROCm reuses torch.cuda, so `torch.version.hip` counts).
-_NVIDIA_TEST = re.compile(r"\bis_nvidia\w*|\btorch\.version\.(?:cuda|hip)\b|\bis_(?:rocm|hip|amd)\b")
+_NVIDIA_TEST = re.compile(r"\bis_nvidia\w*|\btorch\.version\.(?:cuda|hip)\b|\bis_(?:rocm|hip|amd)\b"
+                          r"|\b(?:hip|rocr|rocm)_\w+|\b(?:HIP|ROCR)_VISIBLE_DEVICES\b")
+_TORCH_GETATTR = re.compile(r"\bgetattr\(\s*torch\s*,\s*[A-Za-z_]")
 # A test that picks the CUDA side: a comparison with the device name, or a CUDA availability check.
 _CUDA_TEST = re.compile(r"""(?:==|!=|\bin\b)\s*["']cuda["']|["']cuda["']\s*(?:==|!=)|is_(?:torch_)?cuda_available|"""
                         r"""torch\.cuda\.is_available|\bis_nvidia\b|\bis_cuda\b""")
@@ -80,6 +89,8 @@ class FileDispatch:
     cuda_flags: bool
     nvidia_stack: str  # why the whole module is NVIDIA-only, or ""
     npu_framework: str  # why the whole module is NPU code already, or ""
+    selects_npu: bool  # it picks the NPU at run time (an NPU predicate, an imported device resolver)
+    module_by_name: bool  # it looks up torch's device module by a run-time name: getattr(torch, name)
 
     @classmethod
     def of(cls, path: str, text: str) -> FileDispatch:
@@ -95,10 +106,26 @@ class FileDispatch:
         native = _NPU_FRAMEWORK_IMPORT.search(text)
         package = _NPU_FRAMEWORK_PATH.search(path.replace("\\", "/"))
         framework = f"it imports {native.group(1)}" if native else f"it is part of {package.group(1)}" if package else ""
-        return cls(npu_framework=framework, npu=npu, npu_code=npu and _NPU_CODE.search(text) is not None, nvidia_tests=_NVIDIA_TEST.search(text) is not None,
+        return cls(module_by_name=_TORCH_GETATTR.search(text) is not None, npu_framework=framework, selects_npu=selects_npu_at_run_time(text), npu=npu, npu_code=npu and _NPU_CODE.search(text) is not None, nvidia_tests=_NVIDIA_TEST.search(text) is not None,
                    registry=_REGISTER.search(text) is not None,
                    cuda_flags=re.search(r"\b(?:use_)?(?:cuda|gpu)\s*=", text) is not None,
                    nvidia_stack=stack)
+
+
+# Availability checks for the NPU, and device resolvers a file imports from its framework (verl's
+# get_device_name, transformers.testing_utils.torch_device): such a file runs on GPU and CPU hosts too.
+_NPU_PREDICATE = re.compile(r"\bis_\w*npu\w*_available\b")
+_IMPORT_FROM = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
+_RESOLVERS = re.compile(r"\b(?:get_device_name|get_torch_device|get_available_device|torch_device|get_device_type|"
+                        r"get_nccl_backend)\b")
+
+
+def selects_npu_at_run_time(text: str) -> bool:
+    if _NPU_PREDICATE.search(text):
+        return True
+    if "import" not in text or _RESOLVERS.search(text) is None:
+        return False
+    return any(_RESOLVERS.search(m.group(1)) for m in _IMPORT_FROM.finditer(text))
 
 
 def npu_framework_guard(why: str) -> Guard:
@@ -192,14 +219,47 @@ def nvidia_guard(node: cst.CSTNode) -> Optional[Guard]:
     return None
 
 
-def comparison_guard(node: cst.Comparison) -> Optional[Guard]:
-    """`device_name == "cuda"`, `self.device != "cuda"` in a module that also handles the NPU: a branch
-    choice. (In a single-device module the same comparison is converted: there is no NPU branch.)"""
+def comparison_guard(node: cst.Comparison, npu_module: bool) -> Optional[Guard]:
+    """`device_name == "cuda"`, `self.device != "cuda"` in a module that also handles the NPU, or
+    `torch_device == "cuda"` / `get_device_name() == "cuda"` on a device resolver anywhere: a branch choice,
+    since the value is the NPU's name where the code runs on one. (In a single-device module a plain
+    comparison is converted: there is no NPU branch.)"""
     operands = [node.left, *(c.comparator for c in node.comparisons)]
     if not any(_is_cuda_literal(o) for o in operands):
         return None
-    return DEVICE_COMPARISON if any(not isinstance(o, (cst.SimpleString, cst.FormattedString)) for o in operands) \
-        else None
+    others = [o for o in operands if not isinstance(o, (cst.SimpleString, cst.FormattedString))]
+    if npu_module:
+        return DEVICE_COMPARISON if others else None
+    return RESOLVER_COMPARISON if any(_RESOLVERS.search(code(o)) for o in others) else None
+
+
+def device_module_lookups(node: cst.CSTNode) -> list[cst.CSTNode]:
+    """`getattr(torch, name, torch.cuda)` calls, and functions that pick the device module with
+    `getattr(torch, name)`: torch.cuda in them is the fallback for a name torch lacks."""
+    if isinstance(node, cst.Call):
+        if isinstance(node.func, cst.Name) and node.func.value == "getattr" and len(node.args) >= 2 \
+                and code(node.args[0].value) == "torch" and not isinstance(node.args[1].value, cst.SimpleString):
+            return [node]
+        return []
+    if isinstance(node, cst.FunctionDef) and _TORCH_GETATTR.search(code(node.body)):
+        return [node.body]
+    return []
+
+
+def cuda_twins(body: Sequence[cst.CSTNode]) -> list[cst.CSTNode]:
+    """Statements of a block that call `torch.cuda.X` when an NPU-guarded `if` of the same block calls
+    `torch.npu.X` (`torch.cuda.manual_seed(s)` ... `if is_npu_available: torch.npu.manual_seed(s)`)."""
+    npu_ifs = [i for i in body if isinstance(i, cst.If) and npu_guard(i)]
+    if not npu_ifs:
+        return []
+    npu_names = set(re.findall(r"\btorch\.npu\.(\w+)", " ".join(code(i) for i in npu_ifs)))
+    out: list[cst.CSTNode] = []
+    for statement in body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            names = set(re.findall(r"\btorch\.cuda\.(\w+)", code(statement)))
+            if names and names <= npu_names:
+                out.append(statement)
+    return out
 
 
 def _dotted(node: cst.BaseExpression) -> str:
@@ -243,7 +303,7 @@ def dispatch_parameter_defaults(node: cst.FunctionDef, npu: bool) -> list[tuple[
 def cuda_flag_values(node: cst.Call, resolve) -> list[cst.CSTNode]:
     """Values of `cuda=`-style keywords of a call outside torch (`MergeOptions(cuda=torch.cuda.is_available())`):
     the callee's option means CUDA; on the NPU host the converted value would turn it on."""
-    flagged = [a.value for a in node.args if a.keyword is not None and a.keyword.value in _CUDA_FLAGS]
+    flagged: list[cst.CSTNode] = [a.value for a in node.args if a.keyword is not None and a.keyword.value in _CUDA_FLAGS]
     if not flagged:
         return []
     name = resolve(node.func) or _dotted(node.func)

@@ -11,12 +11,16 @@ from typing import Optional
 import libcst as cst
 
 from npu_port.transpiler.analysis.dispatch import (
+    DEVICE_MODULE_RESOLVER,
     NPU_BRANCH,
+    NPU_TWIN,
     REGISTRY_KEY,
     THIRD_PARTY_CUDA_FLAG,
     Guard,
     comparison_guard,
     cuda_flag_values,
+    cuda_twins,
+    device_module_lookups,
     dispatch_parameter_defaults,
     mapping_guard,
     npu_guard,
@@ -142,13 +146,20 @@ class _Dispatcher(cst.CSTTransformer):
         marked: list[tuple[cst.CSTNode, Guard]] = []
         if kind in _BLOCK_TYPES and shapes.npu:
             marked += [(i, NPU_BRANCH) for i in sibling_guards(node.body)]  # type: ignore[attr-defined]
-        elif kind is cst.Call:
+            marked += [(i, NPU_TWIN) for i in cuda_twins(node.body)]  # type: ignore[attr-defined]
+            return self._keep(marked)
+        if shapes.module_by_name and kind in (cst.Call, cst.FunctionDef):
+            marked += [(n, DEVICE_MODULE_RESOLVER) for n in device_module_lookups(node)]
+        if kind is cst.Call:
             if shapes.registry:
                 marked += [(v, REGISTRY_KEY) for v in registration_guards(node)]  # type: ignore[arg-type]
             if shapes.cuda_flags:
                 marked += [(v, THIRD_PARTY_CUDA_FLAG) for v in cuda_flag_values(node, self._ctx.resolve)]  # type: ignore[arg-type]
         elif kind is cst.FunctionDef and (shapes.npu_code or shapes.registry):
             marked += dispatch_parameter_defaults(node, shapes.npu_code)  # type: ignore[arg-type]
+        self._keep(marked)
+
+    def _keep(self, marked: list[tuple[cst.CSTNode, Guard]]) -> None:
         for n, guard in marked:
             self._marked.setdefault(id(n), guard)
 
@@ -157,8 +168,8 @@ class _Dispatcher(cst.CSTTransformer):
         guard = None
         if shapes.npu and kind in _NPU_GUARD_TYPES:
             guard = npu_guard(node)
-        if guard is None and kind is cst.Comparison and shapes.npu_code:
-            guard = comparison_guard(node)  # type: ignore[arg-type]
+        if guard is None and kind is cst.Comparison and (shapes.npu_code or shapes.selects_npu):
+            guard = comparison_guard(node, shapes.npu_code)  # type: ignore[arg-type]
         if guard is None and kind is cst.IfExp:
             guard = mapping_guard(node)  # type: ignore[arg-type]
         if guard is None and shapes.nvidia_tests and kind in _NVIDIA_GUARD_TYPES:

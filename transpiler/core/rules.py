@@ -17,9 +17,12 @@ import libcst as cst
 from npu_port.transpiler.analysis.dispatch import (
     DEVICE_COMPARISON,
     DISPATCH_PARAMETER,
+    NEEDS_TORCH_NPU,
     NPU_BRANCH,
+    RESOLVER_COMPARISON,
     FileDispatch,
     Guard,
+    code,
     npu_framework_guard,
     nvidia_stack_guard,
 )
@@ -44,6 +47,7 @@ GROUPS: tuple[Group, ...] = get_args(Group)
 # such as `is_cuda_available` or `cuda_graph`, which no rule acts on.
 CUDA_WORD = r"cuda(?<![A-Za-z0-9_]cuda)(?![A-Za-z0-9_])"
 
+_TORCH_NPU = re.compile(r"\btorch_npu\b")
 _IGNORE_RE = re.compile(r"(?:#|//)\s*npu-port:\s*ignore(?:\[([A-Za-z0-9_,\s-]+)\])?")  # // in CUDA C++
 
 
@@ -180,7 +184,8 @@ class PythonContext(FileContext):
 
     def selects_npu_at_run_time(self) -> bool:
         """The file already has an NPU branch: it runs on GPU and CPU hosts too and must keep doing so."""
-        return any(g in (NPU_BRANCH, DEVICE_COMPARISON, DISPATCH_PARAMETER) for g in self.npu_guarded.values())
+        return any(g in (NPU_BRANCH, DEVICE_COMPARISON, RESOLVER_COMPARISON, DISPATCH_PARAMETER)
+                   for g in self.npu_guarded.values())
 
     def left_as_is(self, node: cst.CSTNode, rule: str) -> bool:
         """True when no rule may change `node`, having said why: an ignore comment, a shim target, code
@@ -237,10 +242,19 @@ class PythonRule(Rule):
     # -- helpers for subclasses -------------------------------------------------------------
     def rewrite(self, original: cst.CSTNode, updated: cst.CSTNode, new: cst.CSTNode, message: str):
         """Return `new` and record the change, unless the code is to be left as it is (`left_as_is`)."""
-        if self.ctx.left_as_is(original, self.ID):
+        if self.ctx.left_as_is(original, self.ID) or self._needs_torch_npu(original, new):
             return updated
         self.ctx.note(original, self.ID, message, kind="change")
         return new
+
+    def _needs_torch_npu(self, original: cst.CSTNode, new: cst.CSTNode) -> bool:
+        """A file that picks the NPU at run time keeps importing on GPU and CPU hosts: a change that would
+        bring in `torch_npu` there (torch_npu.profiler, `from torch_npu... import`) is left, with why."""
+        if not self.ctx.dispatch.selects_npu or _TORCH_NPU.search(code(new)) is None \
+                or _TORCH_NPU.search(code(original)) is not None:
+            return False
+        self.ctx.note(original, self.ID, f"left as is: {NEEDS_TORCH_NPU.reason}", severity=NEEDS_TORCH_NPU.severity)
+        return True
 
     def report(self, node: cst.CSTNode, message: str, *, severity: Severity = "warning", hint: str = "",
                fix: str = "") -> None:

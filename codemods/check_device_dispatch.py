@@ -1,0 +1,136 @@
+"""`broken-device-dispatch`: converted code whose device dispatch can no longer tell the devices apart."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from npu_port.transpiler.analysis.dispatch import chain_tests, code
+from npu_port.transpiler.core.rules import PythonRule
+
+_CAPABILITY = "torch.npu.get_device_capability"
+_NPU_VALUES = frozenset({"npu", "NPU", "hccl", "HCCL"})
+
+
+def _literal(node: cst.BaseExpression) -> Optional[str]:
+    if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    return None
+
+
+def _npu_value(node: cst.BaseExpression) -> Optional[str]:
+    value = _literal(node)
+    return value if value is not None and value.split(":")[0] in _NPU_VALUES else None
+
+
+class BrokenDeviceDispatch(PythonRule):
+    """Reports device dispatch that a CUDA->NPU rewrite (by hand or by a tool) has made one-sided.
+
+    What it does:
+        In code that is meant to run on the NPU already, reports as errors:
+        - a conditional whose two arms are the same NPU value: `"hccl" if on_gpu else "hccl"`;
+        - an `if`/`elif` chain, or neighbouring `if`s, that test the same value against the NPU's name
+          twice (`if name == "npu": ... if name == "npu": ...`): the former CUDA branch now runs on the
+          NPU as well;
+        - a list, tuple or set of devices holding the NPU twice (`device=["npu", "npu"]`): the CUDA entry
+          of a registration is gone;
+        - `torch.npu.get_device_capability()` unpacked, indexed or compared: it returns None unless
+          TORCH_NPU_DEVICE_CAPABILITY is set (torch-npu 2.14), so the line raises or misleads;
+        - `"hccl"` given to `ray.util.collective`: Ray 2.60 accepts only nccl and gloo there and raises.
+
+    Why:
+        These are the marks of a CUDA branch renamed beside the NPU branch it sat next to. The code
+        runs, picks the wrong branch, and nothing says so.
+
+    Example:
+            backend = "hccl" if get_device_name() == "npu" else "hccl"    # error
+        should read:
+            backend = "nccl" if get_device_name() == "cuda" else "hccl"
+
+    Fix safety:
+        Report-only: restore the CUDA side of the dispatch (see the original code) or remove the branch.
+    """
+
+    ID = "broken-device-dispatch"
+    SAFETY = "report-only"
+    GROUP = "check"
+    TRIGGERS = ("npu", "NPU", "hccl", "HCCL")
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        value = _npu_value(node.body)
+        if value is not None and value == _literal(node.orelse):
+            self.report(node, f'both arms of this conditional are "{value}": the other device lost its value',
+                        severity="error", hint="restore the other device's value (before conversion it was the "
+                                               "CUDA one: \"cuda\" / \"nccl\")")
+
+    def _tests_npu_twice(self, tests: list[cst.BaseExpression]) -> None:
+        seen: set[str] = set()
+        for test in tests:
+            if not isinstance(test, cst.Comparison) or len(test.comparisons) != 1 \
+                    or not isinstance(test.comparisons[0].operator, cst.Equal):
+                continue
+            value = _npu_value(test.comparisons[0].comparator)
+            if value is None:
+                continue
+            key = f'{code(test.left)} == "{value}"'
+            if key in seen:
+                self.report(test, f"`{key}` is tested twice: the branch that handled the other device now runs "
+                                  "on the NPU too", severity="error",
+                            hint="restore the CUDA comparison of one of the two branches")
+            seen.add(key)
+
+    def visit_If(self, node: cst.If) -> None:
+        self._tests_npu_twice(list(chain_tests(node)))
+
+    def _block(self, body) -> None:
+        tests = [t for s in body if isinstance(s, cst.If) for t in [s.test]]
+        if len(tests) > 1:
+            self._tests_npu_twice(tests)
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._block(node.body)
+
+    def visit_Module(self, node: cst.Module) -> None:
+        self._block(node.body)
+
+    def _collection(self, node) -> None:
+        values = [_npu_value(e.value) for e in node.elements]
+        named = [v for v in values if v is not None]
+        if len(named) != len(set(named)):
+            self.report(node, "this collection names the NPU twice: the entry for the other device is gone",
+                        severity="error", hint="restore the CUDA entry (\"cuda\")")
+
+    visit_List = visit_Tuple = visit_Set = _collection  # type: ignore[assignment]
+
+    def _capability_use(self, node: cst.CSTNode) -> None:
+        if isinstance(node, cst.Call) and self.ctx.resolve(node.func) == _CAPABILITY:
+            self.report(node, "`torch.npu.get_device_capability()` returns None unless TORCH_NPU_DEVICE_CAPABILITY "
+                              "is set: unpacking, indexing or comparing it fails", severity="error",
+                        hint="test the feature itself (torch.npu.is_bf16_supported(), try/except) instead of SM "
+                             "numbers")
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if any(isinstance(t.target, (cst.Tuple, cst.List)) for t in node.targets):
+            self._capability_use(node.value)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        self._capability_use(node.value)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        self._capability_use(node.left)
+        for c in node.comparisons:
+            self._capability_use(c.comparator)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        name = self.ctx.resolve(node.func) or ""
+        if not name.startswith("ray.util.collective."):
+            return
+        for arg in node.args:
+            value = _literal(arg.value)
+            if value is not None and value.lower() == "hccl":
+                self.report(arg.value, f"`{name}` does not know the \"{value}\" backend (Ray 2.60: nccl and gloo "
+                                       "only) and raises", severity="error",
+                            hint="register an HCCL group with ray.util.collective.backend_registry."
+                                 "register_collective_backend, or use torch.distributed with backend=\"hccl\"")
