@@ -61,6 +61,12 @@ class UnknownNpuApi(PythonRule):
     GROUP = "check"
     TRIGGERS = ("npu",)
 
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        # Every name it judges resolves through an import to torch.npu... or torch_npu...: the code spells
+        # `torch_npu`, or both `torch` and `npu` (a `npu` in a comment or a log message is not enough).
+        return facts.has_word("torch_npu") or facts.has_all_words("torch", "npu")
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self._inner: set[int] = set()  # attribute chains already judged through their outermost node
