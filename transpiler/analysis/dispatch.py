@@ -56,6 +56,7 @@ _NPU_CODE = re.compile(r"""\btorch\.npu\b|\btorch_npu\b|\bis_\w*npu\w*|["'](?:np
 # Vendor tests whose true side is NVIDIA-only code (ROCm reuses torch.cuda, so `torch.version.hip` counts).
 _NVIDIA_TEST = re.compile(r"\bis_nvidia\w*|\btorch\.version\.(?:cuda|hip)\b|\bis_(?:rocm|hip|amd)\b"
                           r"|\b(?:hip|rocr|rocm)_\w+|\b(?:HIP|ROCR)_VISIBLE_DEVICES\b")
+_ROCM_VARIABLES = re.compile(r"\b(?:HIP|ROCR)_VISIBLE_DEVICES\b")
 _TORCH_GETATTR = re.compile(r"\bgetattr\(\s*torch\s*,\s*[A-Za-z_]")
 # A test that picks the CUDA side: a comparison with the device name, or a CUDA availability check.
 _CUDA_TEST = re.compile(r"""(?:==|!=|\bin\b)\s*["']cuda["']|["']cuda["']\s*(?:==|!=)|is_(?:torch_)?cuda_available|"""
@@ -244,6 +245,12 @@ def device_module_lookups(node: cst.CSTNode) -> list[cst.CSTNode]:
     if isinstance(node, cst.FunctionDef) and _TORCH_GETATTR.search(code(node.body)):
         return [node.body]
     return []
+
+
+def rocm_normalisers(node: cst.FunctionDef) -> list[cst.CSTNode]:
+    """A function that reconciles AMD's HIP_/ROCR_VISIBLE_DEVICES with CUDA_VISIBLE_DEVICES: its reads and
+    writes of CUDA_VISIBLE_DEVICES are ROCm's, a port would split them from the rest of the function."""
+    return [node.body] if _ROCM_VARIABLES.search(code(node.body)) else []
 
 
 def cuda_twins(body: Sequence[cst.CSTNode]) -> list[cst.CSTNode]:

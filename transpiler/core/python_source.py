@@ -14,6 +14,7 @@ from npu_port.transpiler.analysis.dispatch import (
     DEVICE_MODULE_RESOLVER,
     NPU_BRANCH,
     NPU_TWIN,
+    NVIDIA_ONLY,
     REGISTRY_KEY,
     THIRD_PARTY_CUDA_FLAG,
     Guard,
@@ -26,6 +27,7 @@ from npu_port.transpiler.analysis.dispatch import (
     npu_guard,
     nvidia_guard,
     registration_guards,
+    rocm_normalisers,
     sibling_guards,
 )
 from npu_port.transpiler.core.cst_walk import transform
@@ -155,8 +157,11 @@ class _Dispatcher(cst.CSTTransformer):
                 marked += [(v, REGISTRY_KEY) for v in registration_guards(node)]  # type: ignore[arg-type]
             if shapes.cuda_flags:
                 marked += [(v, THIRD_PARTY_CUDA_FLAG) for v in cuda_flag_values(node, self._ctx.resolve)]  # type: ignore[arg-type]
-        elif kind is cst.FunctionDef and (shapes.npu_code or shapes.registry):
-            marked += dispatch_parameter_defaults(node, shapes.npu_code)  # type: ignore[arg-type]
+        elif kind is cst.FunctionDef:
+            if shapes.npu_code or shapes.registry:
+                marked += dispatch_parameter_defaults(node, shapes.npu_code)  # type: ignore[arg-type]
+            if shapes.nvidia_tests:
+                marked += [(n, NVIDIA_ONLY) for n in rocm_normalisers(node)]  # type: ignore[arg-type]
         self._keep(marked)
 
     def _keep(self, marked: list[tuple[cst.CSTNode, Guard]]) -> None:
