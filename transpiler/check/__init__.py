@@ -68,19 +68,36 @@ def line_edits(before: str, after: str) -> dict[int, Edit]:
     return out
 
 
+_MAX_ADDED, _MAX_PAIRED, _MAX_LINE = 8, 40, 400
+
+
+def _similarity(x: str, y: str) -> float:
+    if len(y) > _MAX_LINE:
+        return 0.0
+    return difflib.SequenceMatcher(None, x, y, autojunk=False).ratio()
+
+
 def _pair_lines(a: list[str], b: list[str], i1: int, i2: int, j1: int, j2: int, out: dict[int, Edit]) -> bool:
     """A hunk of n old lines that became m != n new ones, where each old line still resembles one new
     line (`import torch_npu` added above a rewritten call): each old line gets its new line, each added
     line is an insertion after the old line before it. False (nothing recorded) when the lines do not
     pair up."""
+    extra = (j2 - j1) - (i2 - i1)  # new lines without an old twin
+    # Bounded: a few added lines next to a few rewritten ones is the case this is for; a large or hostile
+    # hunk keeps the whole-hunk edit instead of costing (lines x lines x length^2) similarity checks.
+    if not 0 < extra <= _MAX_ADDED or i2 - i1 > _MAX_PAIRED or any(len(x) > _MAX_LINE for x in a[i1:i2]):
+        return False
     pairs: list[tuple[int, int]] = []
     start = j1
     for i in range(i1, i2):
-        best = max(range(start, j2), default=None,
-                   key=lambda j: difflib.SequenceMatcher(None, a[i], b[j], autojunk=False).ratio())
-        if best is None or difflib.SequenceMatcher(None, a[i], b[best], autojunk=False).ratio() < 0.6:
+        # Old line i can only pair with one of the next `extra + 1` new lines (each later old line needs one).
+        window = range(start, min(j2, start + extra + 1))
+        scores = {j: _similarity(a[i], b[j]) for j in window}
+        best = max(scores, key=scores.__getitem__)
+        if scores[best] < 0.6:
             return False
         pairs.append((i, best))
+        extra -= best - start
         start = best + 1
     def insert(after: int, lines: list[str]) -> None:
         if not lines or after == 0:
