@@ -6,7 +6,8 @@ counts the output lines that still hold a CUDA token in code, and how many of th
 
 A CUDA token is a name in code (not a comment, not the text of a string, which log messages and paths
 keep by design) that is one of CUDA's: `cuda` (`torch.cuda`, `x.cuda()`), `nccl`, `cudnn`, `nvcc`,
-`cupy`, `triton`, `flash_attn`, `apex`, `xformers`, `bitsandbytes`, `pynvml`, `amp_C`; a user's own
+`cupy`, `triton`, `flash_attn`, `apex`, `xformers`, `bitsandbytes`, `pynvml`, `amp_C` (a library name
+only where a name starts with it: `triton.jit`, not `args.flash_attn` or `flash_attn=`); a user's own
 identifier that contains one (`use_cuda`, `CUDA_HOME`) is not. In shell, YAML and manifests the same
 words count outside comments (`--device cuda`, `nvidia-smi`, `flash-attn`). With `--fixtures`, the cases
 that must change or report are measured (a must-not-change case keeps its CUDA words on purpose).
@@ -43,11 +44,19 @@ def code_lines_with_token(text: str, language: str) -> set[int]:
     lines: set[int] = set()
     if language == "python":
         try:
-            for tok in tokenize.generate_tokens(io.StringIO(text).readline):
-                if tok.type == tokenize.NAME and tok.string in _NAMES:
-                    lines.add(tok.start[0])
+            tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline)
+                      if t.type not in (tokenize.NL, tokenize.NEWLINE, tokenize.COMMENT)]
         except (tokenize.TokenError, SyntaxError, IndentationError):
             return lines
+        for i, tok in enumerate(tokens):
+            if tok.type != tokenize.NAME or tok.string not in _NAMES:
+                continue
+            before = tokens[i - 1].string if i else ""
+            after = tokens[i + 1].string if i + 1 < len(tokens) else ""
+            # `torch.cuda` / `x.cuda()` anywhere; a library only as the start of a name (`triton.jit`,
+            # `import apex`), not as a user's attribute, keyword or key (`args.flash_attn`, `flash_attn=`)
+            if tok.string == "cuda" or (before != "." and after not in ("=", ":")):
+                lines.add(tok.start[0])
         return lines
     for number, line in enumerate(text.splitlines(), 1):
         code = line.split("#", 1)[0] if language != "cuda" else line.split("//", 1)[0]
