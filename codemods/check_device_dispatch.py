@@ -58,6 +58,13 @@ class BrokenDeviceDispatch(PythonRule):
     GROUP = "check"
     TRIGGERS = ("npu", "NPU", "hccl", "HCCL")
 
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        # Each report is about a string literal naming the NPU (or "hccl" in any case, for Ray), or a call
+        # resolving to torch.npu.get_device_capability: without either the file costs no parse.
+        return facts.any_string(lambda s: s.split(":")[0] in _NPU_VALUES or s.lower() == "hccl") \
+            or facts.has_all_words("torch", "npu", "get_device_capability")
+
     def visit_IfExp(self, node: cst.IfExp) -> None:
         value = _npu_value(node.body)
         if value is not None and value == _literal(node.orelse):
