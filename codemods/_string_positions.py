@@ -23,6 +23,12 @@ class StringPositionRule(PythonRule):
         # Local variables: `loc = f"cuda:{rank}"` ... `torch.load(p, map_location=loc)`. The assignment
         # is seen before the use, so its strings are held until the end of the scope decides.
         self._scopes: list[_LocalFlow] = [_LocalFlow()]
+        # The file's own functions: `def average(x, dev): ... torch.zeros(n, device=dev)` makes `dev` a
+        # position, so `average(x, "cuda")` and a default `dev="cuda"` are too. Call sites and defaults
+        # are held until the end of the module, when every function has been seen.
+        self._signatures: dict[str, Optional[_Signature]] = {}  # None: defined twice, not followed
+        self._held_args: dict[int, tuple] = {}  # id(original string) -> ("call", f, index, kw) | ("param", f, p)
+        self._deferred: dict[int, tuple] = {}  # id(updated string) -> (key, new node, original node)
 
     @staticmethod
     def new_text(text: str) -> Optional[str]:
@@ -43,13 +49,65 @@ class StringPositionRule(PythonRule):
 
     # -- local variables that carry a device/backend string into a position --------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._scopes.append(_LocalFlow())
+        flow = _LocalFlow()
+        if len(self._scopes) == 1:  # a function of the module (not nested in another): calls can be followed
+            name = node.name.value
+            flow.signature = _Signature(name, [p.name.value for p in (*node.params.posonly_params, *node.params.params)],
+                                        {p.name.value for p in node.params.kwonly_params})
+            self._signatures[name] = None if name in self._signatures else flow.signature
+            for param in (*node.params.posonly_params, *node.params.params, *node.params.kwonly_params):
+                if param.default is not None:
+                    self._hold_argument(param.default, ("param", name, param.name.value))
+        self._scopes.append(flow)
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
-        return self._settle(self._scopes.pop(), updated)
+        flow = self._scopes.pop()
+        if flow.signature is not None:
+            flow.signature.positions = {p for p in flow.signature.all_params() if p in flow.used}
+        return self._settle(flow, updated)
 
     def leave_Module(self, original: cst.Module, updated: cst.Module):
-        return self._settle(self._scopes.pop(), updated)
+        return self._settle_arguments(self._settle(self._scopes.pop(), updated))
+
+    # -- strings passed to the file's own functions ---------------------------------------------
+    def _hold_argument(self, value: cst.BaseExpression, key: tuple) -> None:
+        for leaf in string_leaves(value):
+            if not isinstance(leaf, cst.Name) and id(leaf) not in self._marked and self._converted(leaf) is not None:
+                self._held_args.setdefault(id(leaf), key)
+
+    def _hold_call(self, node: cst.Call) -> None:
+        if not isinstance(node.func, cst.Name) or self.ctx.imports.binding(node.func.value) is not None \
+                or any(a.star for a in node.args):
+            return
+        index = 0
+        for arg in node.args:
+            if arg.keyword is None:
+                self._hold_argument(arg.value, ("call", node.func.value, index, None))
+                index += 1
+            else:
+                self._hold_argument(arg.value, ("call", node.func.value, None, arg.keyword.value))
+
+    def _parameter(self, key: tuple) -> tuple[Optional[_Signature], Optional[str]]:
+        signature = self._signatures.get(key[1])
+        if signature is None:
+            return None, None
+        if key[0] == "param":
+            return signature, key[2]
+        _, _, index, keyword = key
+        if index is not None:
+            return signature, signature.params[index] if index < len(signature.params) else None
+        return signature, keyword if keyword in signature.all_params() else None
+
+    def _settle_arguments(self, updated):
+        todo = {}
+        for i, (key, new, original) in self._deferred.items():
+            signature, param = self._parameter(key)
+            if signature is None or param not in signature.positions or self.ctx.left_as_is(original, self.ID):
+                continue
+            todo[i] = new
+            self.ctx.note(original, self.ID, f"{_text_of(original)} -> {_text_of(new)} (flows into a {self.POSITION} "
+                                             f"position through `{signature.name}({param})`)", kind="change")
+        return transform(updated, _ReplaceStrings(todo)) if todo else updated
 
     def _hold(self, targets, value) -> None:
         if len(targets) == 1 and isinstance(targets[0], cst.Name) and value is not None:
@@ -70,6 +128,10 @@ class StringPositionRule(PythonRule):
         return transform(updated, _ReplaceStrings(todo))
 
     def visit_Call(self, node: cst.Call) -> None:
+        self._visit_call(node)
+        self._hold_call(node)
+
+    def _visit_call(self, node: cst.Call) -> None:
         why = self.finder.excluded(node)
         if why:
             callee = self.ctx.resolve(node.func)
@@ -87,9 +149,11 @@ class StringPositionRule(PythonRule):
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._mark(self.finder.in_assign([node.target], node.value))
+        self._mark(self.finder.in_annotation(self.finder.setting_name(node.target), node.annotation))
 
     def visit_Param(self, node: cst.Param) -> None:
         self._mark(self.finder.in_param(node))
+        self._mark(self.finder.in_annotation(node.name.value, node.annotation))
 
     def visit_Dict(self, node: cst.Dict) -> None:
         self._mark(self.finder.in_dict(node))
@@ -120,6 +184,11 @@ class StringPositionRule(PythonRule):
             if new is not None:
                 return self.rewrite(original, updated, new, f"{_text_of(original)} -> {_text_of(new)}")
             return updated
+        key = self._held_args.get(id(original))
+        if key is not None:
+            new = self._converted(updated)
+            if new is not None:
+                self._deferred[id(updated)] = (key, new, original)
         var = self._scopes[-1].held.get(id(original))
         if var is not None:
             new = self._converted(updated)
@@ -134,10 +203,24 @@ class StringPositionRule(PythonRule):
         return self._leave_string(original, updated)
 
 
+class _Signature:
+    """A module-level function's parameters, and those its body uses in a position."""
+
+    def __init__(self, name: str, params: list[str], kwonly: set[str]):
+        self.name = name
+        self.params = params  # positional, in order
+        self.kwonly = kwonly
+        self.positions: set[str] = set()
+
+    def all_params(self) -> set[str]:
+        return {*self.params, *self.kwonly}
+
+
 class _LocalFlow:
     """Per scope: variables used in a position, and held strings assigned to plain variables."""
 
     def __init__(self):
+        self.signature: Optional[_Signature] = None
         self.used: set[str] = set()
         self.held: dict[int, str] = {}  # id(original string) -> variable
         self.rewrites: dict[int, tuple] = {}  # id(updated string) -> (variable, new node, original node)

@@ -23,8 +23,14 @@ class DeviceString(StringPositionRule):
         `torch.set_default_device`, the device argument of `torch.cuda.*`/`torch.npu.*` calls, assignments,
         dataclass fields, parameter defaults and argparse defaults/choices of settings named for a device
         (`device`, `*_device`, `*_devices`, `device_name`), dict entries keyed by such a name, and
-        comparisons with `x.device.type`, `device` or `str(x.device)`. Conditional values
-        (`"cuda" if ok else "cpu"`), `"cuda:" + str(i)` and `"cuda:{}".format(i)` are followed.
+        comparisons with `x.device.type`, `device` or `str(x.device)` (and their `startswith`), the
+        `Literal[...]` choices of such a setting, the default of a lookup of one (`getattr(args, "device",
+        "cuda")`, `kwargs.get("device", "cuda")`), the first argument of `init_device_mesh` / `DeviceMesh`.
+        Conditional values (`"cuda" if ok else "cpu"`), `"cuda:" + str(i)` and `"cuda:{}".format(i)` are
+        followed, and so are values that reach a position through the file's own functions: a parameter
+        used as a device makes that argument of every call of the function, and its default, a position
+        (`average(x, "cuda")` for `def average(x, dev): ... device=dev`; module-level functions called by
+        name, not methods). Code that picks a branch by device is left (docs/device-aware.md).
 
     Why:
         The same text in a log message, docstring, comment, path (`runs/cuda_exp/ckpt.pt`), URL or user

@@ -20,6 +20,7 @@ def _is_npu_native(path: str, text: str) -> bool:
     return bool(_NPU_PACKAGE.search(path) or _NPU_NATIVE_IMPORT.search(text))
 
 
+_IMPORTS_TORCH = re.compile(r"^[ \t]*(?:import|from)[ \t]+torch\b", re.M)
 _IMPORTS_TORCH_NPU = re.compile(r"^[ \t]*(?:import[ \t]+torch_npu\b|from[ \t]+torch_npu\b)", re.M)
 
 
@@ -194,7 +195,8 @@ class TorchNpuImport(PythonRule):
         # *_ascend package) imports torch_npu where and when it chooses: vllm-ascend keeps it out of
         # its platform module on purpose. A file that picks the NPU at run time must keep importing on
         # GPU and CPU hosts. Neither gets an unconditional import.
-        if _is_npu_native(self.ctx.path, self.ctx.text) or self.ctx.dispatch.nvidia_stack:
+        if _is_npu_native(self.ctx.path, self.ctx.text) or self.ctx.dispatch.nvidia_stack \
+                or not _IMPORTS_TORCH.search(self.ctx.text):
             return updated
         if not self.ctx.changed:
             # Written for the NPU by hand already: torch_npu may be loaded elsewhere on purpose (its

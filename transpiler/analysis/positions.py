@@ -115,7 +115,7 @@ class PositionFinder:
         self.policy = policy
         self.resolve = resolve
 
-    def _setting_name(self, target: cst.BaseExpression) -> Optional[str]:
+    def setting_name(self, target: cst.BaseExpression) -> Optional[str]:
         if isinstance(target, cst.Name):
             return target.value
         if isinstance(target, cst.Attribute):
@@ -154,14 +154,43 @@ class PositionFinder:
         for arg in call.args:
             if arg.keyword is not None and p.names_setting(arg.keyword.value):
                 yield from string_leaves(arg.value)
+        yield from self._defaults_of_lookups(call)
+        if isinstance(func, cst.Attribute) and func.attr.value in ("startswith", "endswith") \
+                and self._compared(func.value) and positional:
+            yield from string_leaves(positional[0].value)  # str(x.device).startswith("cuda")
         if isinstance(func, cst.Attribute) and func.attr.value == "add_argument" \
                 and p.names_setting(_argparse_dest(call)):
             for arg in call.args:
                 if arg.keyword is not None and arg.keyword.value in ("default", "choices", "const"):
                     yield from string_leaves(arg.value)
 
+    def _defaults_of_lookups(self, call: cst.Call) -> Iterator[cst.BaseExpression]:
+        """The default of a lookup of a setting by name: `getattr(args, "backend", "nccl")`,
+        `kwargs.get("device", "cuda")`, `.pop(...)`, `.setdefault(...)`."""
+        args = [a for a in call.args if a.keyword is None and not a.star]
+        func = call.func
+        if isinstance(func, cst.Name) and func.value == "getattr" and len(args) == 3:
+            key, default = args[1].value, args[2].value
+        elif isinstance(func, cst.Attribute) and func.attr.value in ("get", "pop", "setdefault") and len(args) == 2:
+            key, default = args[0].value, args[1].value
+        else:
+            return
+        if isinstance(key, cst.SimpleString) and self.policy.names_setting(_text(key)):
+            yield from string_leaves(default)
+
+    def in_annotation(self, name: Optional[str], annotation: Optional[cst.Annotation]):
+        """`device: Literal["cpu", "cuda"]`: the choices of a setting."""
+        if annotation is None or not self.policy.names_setting(name):
+            return
+        node = annotation.annotation
+        if isinstance(node, cst.Subscript) and dotted_name(node.value) in ("Literal", "typing.Literal",
+                                                                           "typing_extensions.Literal"):
+            for element in node.slice:
+                if isinstance(element.slice, cst.Index):
+                    yield from string_leaves(element.slice.value)
+
     def in_assign(self, targets: list[cst.BaseExpression], value: Optional[cst.BaseExpression]):
-        if value is not None and any(self.policy.names_setting(self._setting_name(t)) for t in targets):
+        if value is not None and any(self.policy.names_setting(self.setting_name(t)) for t in targets):
             yield from string_leaves(value)
 
     def in_param(self, param: cst.Param):
@@ -186,7 +215,7 @@ class PositionFinder:
             return bool(name) and name.rsplit(".", 1)[-1] in names
         if isinstance(expr, cst.Attribute) and expr.attr.value == "type":
             return self._compared(expr.value)
-        name = self._setting_name(expr)
+        name = self.setting_name(expr)
         return bool(name) and (name in names or self.policy.names_setting(name))
 
     def in_comparison(self, node: cst.Comparison):
@@ -194,3 +223,8 @@ class PositionFinder:
         if any(self._compared(o) for o in operands):
             for o in operands:
                 yield from string_leaves(o)
+
+
+def _text(node: cst.SimpleString) -> Optional[str]:
+    value = node.evaluated_value
+    return value if isinstance(value, str) else None
