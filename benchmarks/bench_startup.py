@@ -60,7 +60,7 @@ def cpu_of(argv: list[str], cwd: Path) -> float:
             os.wait()
         except ChildProcessError:
             break
-    if b"rror" in err:  # an internal or usage error would time the wrong thing
+    if b"internal error" in err or b"Traceback" in err or b"Usage:" in err:  # it would time the wrong thing
         sys.exit(f"{' '.join(argv)}: {err.decode(errors='replace').strip()}")
     return _children_cpu() - before
 

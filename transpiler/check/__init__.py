@@ -14,8 +14,9 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
+from npu_port.transpiler.bulk.cache import Cache, default_cache_dir
 from npu_port.transpiler.bulk.configured import discover_files, run_configured
-from npu_port.transpiler.bulk.runner import SourceFile
+from npu_port.transpiler.bulk.runner import RunConfig, SourceFile
 from npu_port.transpiler.core.config import ProjectConfig
 from npu_port.transpiler.core.engine import Converted
 from npu_port.transpiler.core.registry import all_rules, select_rules
@@ -155,10 +156,16 @@ class _Collector:
 
 
 def run_check(paths: list[Path], config: ProjectConfig, jobs: int = 1,
-              extra_options: tuple[tuple[str, tuple[str, ...]], ...] = ()) -> CheckReport:
+              extra_options: tuple[tuple[str, tuple[str, ...]], ...] = (), cache: bool = True) -> CheckReport:
+    """Check `paths` as `convert` would run over them: the same prefilter and scouts, and, as convert
+    has them, worker processes for `jobs` other than 1 (small runs stay in this process) and the
+    result cache for a folder (`cache=False`: none); nothing is emitted or written but the cache."""
     settings = config.settings(jobs=jobs, select=check_rule_ids(config), extra_options=extra_options)
     files = discover_files(paths, config)
     collect = _Collector()
-    outcomes = run_configured(files, config, settings, collect).outcomes
+    run_config = RunConfig(executor="inline" if jobs == 1 else "local")
+    if cache and any(p.is_dir() and not p.is_symlink() for p in paths):
+        run_config.cache = Cache(default_cache_dir(paths, writes_inputs=False))
+    outcomes = run_configured(files, config, settings, collect, run_config).outcomes
     outcomes = [replace(o, findings=collect.fixed.get(o.path, o.findings)) for o in outcomes]
     return CheckReport(outcomes, collect.edits, collect.sources)
