@@ -14,6 +14,7 @@ from npu_port.transpiler.analysis.literals import (
     keyword,
     quote_like,
     remove_arg,
+    string_value,
 )
 from npu_port.transpiler.core.rules import PythonContext, PythonRule
 
@@ -58,12 +59,49 @@ class RayNumGpus(PythonRule):
     def __init__(self, ctx: PythonContext):
         super().__init__(ctx)
         self.table = RayTable.for_target(ctx.target)
+        # Per scope: dicts given a "num_gpus" entry, and names spread into a Ray call as **name. A dict
+        # that is both asks Ray for GPUs indirectly: `options["num_gpus"] = n; A.options(**options)`.
+        self._scopes: list[tuple[dict[str, cst.CSTNode], set[str]]] = [({}, set())]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._scopes.append(({}, set()))
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
+        self._report_indirect(self._scopes.pop())
+        return updated
+
+    def leave_Module(self, original: cst.Module, updated: cst.Module):
+        self._report_indirect(self._scopes.pop())
+        return updated
+
+    def _report_indirect(self, scope: tuple[dict[str, cst.CSTNode], set[str]]) -> None:
+        filled, spread = scope
+        npu = self.table.npu
+        for name, node in filled.items():
+            if name in spread:
+                self.report(node, f"num_gpus reaches Ray through **{name}: it asks for GPUs, which an NPU node lacks",
+                            hint=f'give {name}["resources"] = {{"{npu}": n}} instead (merged into any "resources" '
+                                 "entry it already has)")
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        filled = self._scopes[-1][0]
+        for target in node.targets:
+            t = target.target
+            if isinstance(t, cst.Subscript) and isinstance(t.value, cst.Name) and len(t.slice) == 1 \
+                    and isinstance(t.slice[0].slice, cst.Index) and string_value(t.slice[0].slice.value) == "num_gpus":
+                filled.setdefault(t.value.value, node)
+            elif isinstance(t, cst.Name) and isinstance(node.value, cst.Dict) \
+                    and "num_gpus" in dict_string_keys(node.value):
+                filled.setdefault(t.value, node)
 
     def _takes_num_gpus(self, call: cst.Call) -> bool:
         return (self.ctx.resolve(call.func) in self.table.num_gpus_calls
                 or is_method_call_on_ray_object(self.ctx, call, self.table.num_gpus_methods))
 
     def visit_Call(self, node: cst.Call) -> None:
+        if has_star_args(node) and self._takes_num_gpus(node):
+            self._scopes[-1][1].update(a.value.value for a in node.args
+                                       if a.star == "**" and isinstance(a.value, cst.Name))
         resolved = self.ctx.resolve(node.func)
         for row in self.table.reported_keywords:
             if resolved == row.call and keyword(node, row.keyword) is not None:
