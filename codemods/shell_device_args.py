@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 
+from npu_port.transpiler.analysis.positions import PositionPolicy
 from npu_port.transpiler.core.rules import CUDA_WORD
 from npu_port.transpiler.tables.mapping import load_table
 from npu_port.transpiler.text.shell import Script, ShellRule, option_values, python_launch, token_span
@@ -18,7 +19,10 @@ class ShellDeviceArgs(ShellRule):
         For `python x.py ...`, `python -m mypkg.train ...`, `torchrun [opts] x.py ...`,
         `accelerate launch [opts] x.py ...` and `deepspeed [opts] x.py ...`, the script's arguments
         `--device cuda`, `--device=cuda:0` (also `--device_type`) become `npu` / `npu:0`, and
-        `--dist-backend nccl`, `--backend=nccl` (and the `_` spellings, `--ddp-backend`) become `hccl`.
+        `--dist-backend nccl`, `--backend=nccl` (and the `_` spellings, `--ddp-backend`) become `hccl`;
+        so does every other flag named as the Python side names a device or backend setting (the same
+        names the Python rules follow into argparse defaults: `--vllm.sync_backend nccl`,
+        `--ref_device cuda`), since the script's own default is converted too.
         Modules of frameworks (`python -m vllm...`, `verl`, `sglang`, `ray`, ...) and `vllm serve` are
         not the user's script: their flags keep their names and values (`--gpu-memory-utilization`
         stays on vllm-ascend). `vllm serve --device ...` is reported: vLLM 0.10 removed that flag.
@@ -52,14 +56,27 @@ class ShellDeviceArgs(ShellRule):
             if launch.is_module and (launch.target in frameworks or launch.target.startswith(
                     tuple(m + "." for m in frameworks))):
                 continue
-            for opt, value_word, vstart, vend in option_values(launch.args, table["device_options"]):
+            device_options, backend_options = self._options(launch.args, table)
+            for opt, value_word, vstart, vend in option_values(launch.args, device_options):
                 value = value_word.value if value_word else (opt.value or "").partition("=")[2]
                 if value and _CUDA_DEVICE.fullmatch(value):
                     self._swap(script, cmd, vstart, vend, "cuda", "npu", opt)
-            for opt, value_word, vstart, vend in option_values(launch.args, table["backend_options"]):
+            for opt, value_word, vstart, vend in option_values(launch.args, backend_options):
                 value = value_word.value if value_word else (opt.value or "").partition("=")[2]
                 if value == "nccl":
                     self._swap(script, cmd, vstart, vend, "nccl", "hccl", opt)
+
+    def _options(self, args, table) -> tuple[list[str], list[str]]:
+        """The table's option names plus those among `args` that name a device / backend setting."""
+        positions = load_table(self.ctx.target, "positions")
+        device, backend = list(table["device_options"]), list(table["backend_options"])
+        for policy, names in ((PositionPolicy.from_data(positions["device"]), device),
+                              (PositionPolicy.from_data(positions["backend"]), backend)):
+            for word in args:
+                flag = (word.value or word.text).partition("=")[0]
+                if flag.startswith("--") and flag not in names and policy.names_setting(flag.rsplit(".", 1)[-1]):
+                    names.append(flag)
+        return device, backend
 
     def _removed_vllm_device(self, cmd) -> None:
         """`vllm serve ... --device cuda`: vLLM 0.10 removed the flag; report it (the value is not ours)."""
