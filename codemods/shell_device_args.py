@@ -20,9 +20,9 @@ class ShellDeviceArgs(ShellRule):
         `accelerate launch [opts] x.py ...` and `deepspeed [opts] x.py ...`, the script's arguments
         `--device cuda`, `--device=cuda:0` (also `--device_type`) become `npu` / `npu:0`, and
         `--dist-backend nccl`, `--backend=nccl` (and the `_` spellings, `--ddp-backend`) become `hccl`;
-        so does every other flag named as the Python side names a device or backend setting (the same
-        names the Python rules follow into argparse defaults: `--vllm.sync_backend nccl`,
-        `--ref_device cuda`), since the script's own default is converted too.
+        so does every other `*_backend` / `*_device` flag (the suffixes the Python rules follow into
+        argparse defaults: `--vllm.sync_backend nccl`, `--ref_device cuda`), since the script's own
+        default is converted too.
         Modules of frameworks (`python -m vllm...`, `verl`, `sglang`, `ray`, ...) and `vllm serve` are
         not the user's script: their flags keep their names and values (`--gpu-memory-utilization`
         stays on vllm-ascend). `vllm serve --device ...` is reported: vLLM 0.10 removed that flag.
@@ -74,7 +74,11 @@ class ShellDeviceArgs(ShellRule):
                               (PositionPolicy.from_data(positions["backend"]), backend)):
             for word in args:
                 flag = (word.value or word.text).partition("=")[0]
-                if flag.startswith("--") and flag not in names and policy.names_setting(flag.rsplit(".", 1)[-1]):
+                name = flag.rsplit(".", 1)[-1].lstrip("-").replace("-", "_").lower()
+                # Only the `*_backend` / `*_device` family: `--device-name` / `--backend-name` of other
+                # tools (a benchmark's label) stay, as they always have.
+                if flag.startswith("--") and flag not in names and any(
+                        s.startswith("_") and name.endswith(s) for s in policy.settings):
                     names.append(flag)
         return device, backend
 
