@@ -1,8 +1,8 @@
 """What `convert --extras` makes of verl's GPU launchers, against the NPU launchers verl's maintainers wrote.
 
-    python benchmarks/verl_launcher_pairs.py [SRC] [--mirror /work/.mirror] [--match name|nearest]
-                                             [--min-similarity F] [--recurring K] [--top N] [--keep]
-                                             [--json] [--show PAIR]
+    python benchmarks/verl_launcher_pairs.py [SRC] [--mirror /work/.mirror] [--match name|nearest|history]
+                                             [--min-similarity F] [--min-score S] [--recurring K] [--top N]
+                                             [--keep] [--json] [--show PAIR]
 
 SRC is a verl checkout or unpacked snapshot; without it the newest snapshot the `fetch` tool left under
 --mirror (`volcengine+verl`, a bare git directory) is exported with `git archive HEAD` into a temporary
@@ -15,7 +15,12 @@ with the `npu`/`ascend` part dropped (`X.sh`, `X_Y.sh`) or with the folder spell
 (`special_npu/` -> `special_e2e/`). With `--match nearest` (the default) an NPU launcher without a twin by
 name is paired with the GPU launcher of the tree whose items are nearest (Jaccard over the keys of both
 launchers, the same entry point required, the same folder preferred at a tie) when the similarity reaches
---min-similarity; the table says which way each pair was made (`name` or `~0.83`).
+--min-similarity. With `--match history` (a git directory needed: the mirror's, or SRC a checkout) an NPU
+launcher without a twin by name is first looked up in git's history: where git's copy detection (`log --follow
+-M -C`, `show -C -C --find-copies-harder` on the commit that added it) says it was made from a GPU launcher with
+a score of at least --min-score, the pair is the GPU launcher as it was just before that commit and the NPU
+launcher as that commit wrote it (`path@commit^` / `path@commit`): the maintainers' own port, before later edits
+of either. The table says which way each pair was made (`name`, `~0.83` or `git C067`).
 
 Each GPU launcher is converted on its own with
 `npu-port convert GPU.sh --target ascend --extras --out TMP.sh --no-cache -q` (the output option is read from
@@ -264,25 +269,77 @@ class Pair:
     recurring: list[str] = field(default_factory=list)
     recurring_produced: list[str] = field(default_factory=list)
     failed: str = ""
+    npu_key: str = ""   # the NPU launcher compared, when not `npu` at HEAD: `path@commit` (--match history)
 
 
-def find_pairs(src: Path, match: str, min_similarity: float) -> tuple[list[Pair], list[str], dict[str, set[Item]]]:
+def _git(gitdir: Path, *args: str) -> str:
+    return subprocess.run(["git", f"--git-dir={gitdir}", *args], capture_output=True, text=True,
+                          errors="replace").stdout
+
+
+def copy_origin(gitdir: Path, rel: str, min_score: int) -> tuple[str, str, str, int, int] | None:
+    """The commit where the NPU launcher `rel` was made as a copy (or rename) of a GPU launcher, by git's copy
+    detection along `rel`'s history: (commit, GPU path, NPU path then, score, copies of NPU launchers on the
+    way), or None."""
+    log = _git(gitdir, "log", "--follow", "-M", "-C", "--format=%x00%H", "--name-status", "--", rel)
+    hops = 0
+    for block in log.split("\0")[1:]:
+        commit, *rows = [r for r in block.splitlines() if r.strip()]
+        for row in rows:
+            status, *paths = row.split("\t")
+            if status[0] in "CR" and len(paths) == 2:
+                if not NPU_PART.search(paths[0][:-3]):
+                    score = int(status[1:] or 0)
+                    return (commit, paths[0], paths[1], score, hops) if score >= min_score else None
+                hops += status[0] == "C"
+            elif status == "A" and paths:
+                # Added as new: ask for copies from every file of the parent, not only from files changed there.
+                show = _git(gitdir, "show", "-C", "-C", "--find-copies-harder", "--name-status", "--format=", commit)
+                for line in show.splitlines():
+                    status, *pair = line.split("\t")
+                    if status.startswith("C") and len(pair) == 2 and pair[1] == paths[0] \
+                            and not NPU_PART.search(pair[0][:-3]):
+                        score = int(status[1:] or 0)
+                        return (commit, pair[0], pair[1], score, hops) if score >= min_score else None
+                return None
+    return None
+
+
+def find_pairs(src: Path, match: str, min_similarity: float, gitdir: Path | None = None,
+               min_score: int = 60) -> tuple[list[Pair], list[str], dict[str, set[Item]], dict[str, str]]:
     launchers: dict[str, str] = {}
     for path in sorted(src.rglob("*.sh")):
         if path.is_file() and not path.is_symlink():
             launchers[path.relative_to(src).as_posix()] = path.read_text(encoding="utf-8", errors="replace")
-    parsed = {rel: items(text) for rel, text in launchers.items()}
     npu = [rel for rel, text in launchers.items() if is_npu_launcher(rel, text)]
     gpu = [rel for rel in launchers if rel not in npu]
+    parsed = {rel: items(text) for rel, text in launchers.items()}
     pairs: list[Pair] = []
     unpaired: list[str] = []
-    for rel in npu:
+    ports: set[tuple[str, str]] = set()
+    origins = {rel: copy_origin(gitdir, rel, min_score) for rel in npu} if match == "history" and gitdir else {}
+    # Where several launchers lead to one port, it goes to the one renamed from it, not to a copy of a copy.
+    for rel in sorted(npu, key=lambda r: origins[r][4] if origins.get(r) else 0):
         twin = next((c for c in name_twins(rel) if c in gpu), None)
         if twin:
             pairs.append(Pair(rel, twin, "name", similarity(parsed[rel], parsed[twin])))
             continue
+        if origins:
+            origin = origins[rel]
+            # A launcher copied from another NPU launcher leads to that one's port: count each port once, and
+            # measure the copy at HEAD instead.
+            if origin and (f"{origin[1]}@{origin[0][:9]}^", f"{origin[2]}@{origin[0][:9]}") not in ports:
+                commit, gpu_then, npu_then, score, _ = origin
+                gkey, nkey = f"{gpu_then}@{commit[:9]}^", f"{npu_then}@{commit[:9]}"
+                ports.add((gkey, nkey))
+                launchers[gkey] = _git(gitdir, "show", f"{commit}^:{gpu_then}")
+                launchers[nkey] = _git(gitdir, "show", f"{commit}:{npu_then}")
+                parsed[gkey], parsed[nkey] = items(launchers[gkey]), items(launchers[nkey])
+                pairs.append(Pair(rel, gkey, f"git C{score:03d} as {npu_then}", similarity(parsed[nkey], parsed[gkey]),
+                                  npu_key=nkey))
+                continue
         best: tuple[float, int, str] | None = None
-        if match == "nearest":
+        if match in ("nearest", "history"):
             entry = entry_point(parsed[rel])
             for cand in gpu:
                 if entry and not entry & entry_point(parsed[cand]):
@@ -295,7 +352,8 @@ def find_pairs(src: Path, match: str, min_similarity: float) -> tuple[list[Pair]
             pairs.append(Pair(rel, best[2], f"~{best[0]:.2f}", best[0]))
         else:
             unpaired.append(rel if not best else f"{rel} (nearest {best[2]}, {best[0]:.2f})")
-    return pairs, unpaired, parsed
+    pairs.sort(key=lambda p: p.npu)
+    return pairs, unpaired, parsed, launchers
 
 
 # ---------------------------------------------------------------------------------------------- conversion
@@ -342,15 +400,18 @@ def compare(pair: Pair, g: set[Item], n: set[Item], o: set[Item]) -> None:
     pair.extras = sorted(str(i) for i in o if i not in g and i not in n)
 
 
-def measure(src: Path, match: str, min_similarity: float, recurring: int,
-            work: Path) -> tuple[list[Pair], list[str]]:
-    pairs, unpaired, parsed = find_pairs(src, match, min_similarity)
+def measure(src: Path, match: str, min_similarity: float, recurring: int, work: Path,
+            gitdir: Path | None = None, min_score: int = 60) -> tuple[list[Pair], list[str]]:
+    pairs, unpaired, parsed, texts = find_pairs(src, match, min_similarity, gitdir, min_score)
     flag, extra = output_flag()
     for k, pair in enumerate(pairs):
-        out = work / f"{k:02d}_{Path(pair.gpu).name}"
-        pair.failed = convert(src / pair.gpu, out, flag, extra)
+        gpu = work / "in" / f"{k:02d}" / Path(pair.gpu.split("@")[0]).name
+        gpu.parent.mkdir(parents=True)
+        gpu.write_text(texts[pair.gpu], encoding="utf-8")
+        out = work / "out" / f"{k:02d}_{gpu.name}"
+        pair.failed = convert(gpu, out, flag, extra)
         o = items(out.read_text(encoding="utf-8", errors="replace")) if not pair.failed else set()
-        compare(pair, parsed[pair.gpu], parsed[pair.npu], o)
+        compare(pair, parsed[pair.gpu], parsed[pair.npu_key or pair.npu], o)
     counts = Counter(item for p in pairs for item in set(p.npu_only))
     for pair in pairs:
         pair.recurring = [i for i in pair.npu_only if counts[i] >= recurring]
@@ -406,7 +467,7 @@ def export(gitdir: Path, dest: Path) -> str:
 
 
 def show(pair: Pair) -> None:
-    print(f"{pair.npu}  <-  {pair.gpu}  ({pair.how})")
+    print(f"{pair.npu_key or pair.npu}  <-  {pair.gpu}  ({pair.how})")
     if pair.failed:
         print(f"  convert failed: {pair.failed}")
     sections = [
@@ -427,8 +488,10 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("src", nargs="?", type=Path, help="a verl checkout or snapshot (default: the mirror's)")
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
-    parser.add_argument("--match", choices=["name", "nearest"], default="nearest",
-                        help="pair NPU launchers by name only, or also with their nearest GPU launcher")
+    parser.add_argument("--match", choices=["name", "nearest", "history"], default="nearest",
+                        help="pair NPU launchers by name only, also with their nearest GPU launcher, or also with "
+                             "the GPU launcher git's history says they were copied from (needs a git directory)")
+    parser.add_argument("--min-score", type=int, default=60, help="--match history: least git copy score")
     parser.add_argument("--min-similarity", type=float, default=0.5)
     parser.add_argument("--recurring", type=int, default=3,
                         help="an NPU-only item counts as recurring when at least this many pairs have it")
@@ -440,6 +503,7 @@ def main(argv: list[str] | None = None) -> int:
     work = Path(tempfile.mkdtemp(prefix="npu-port-verl-pairs-"))
     commit = ""
     src = args.src
+    gitdir: Path | None = None
     if src is None:
         gitdir = git_dir(args.mirror)
         if gitdir is None:
@@ -448,11 +512,16 @@ def main(argv: list[str] | None = None) -> int:
         src = work / "verl"
         commit = export(gitdir, src)
     elif (src / ".git").exists():
-        commit = subprocess.run(["git", "-C", str(src), "rev-parse", "HEAD"], capture_output=True,
-                                text=True).stdout.strip()
+        gitdir = Path(subprocess.run(["git", "-C", str(src), "rev-parse", "--absolute-git-dir"],
+                                     capture_output=True, text=True).stdout.strip())
+        commit = _git(gitdir, "rev-parse", "HEAD").strip()
     (work / "out").mkdir()
+    if args.match == "history" and gitdir is None:
+        print("--match history needs a git directory: SRC a checkout, or the mirror's snapshot", file=sys.stderr)
+        return 2
     try:
-        pairs, unpaired = measure(src, args.match, args.min_similarity, args.recurring, work / "out")
+        pairs, unpaired = measure(src, args.match, args.min_similarity, args.recurring, work, gitdir,
+                                  args.min_score)
     finally:
         if not args.keep:
             subprocess.run(["rm", "-rf", str(work)])
