@@ -29,4 +29,6 @@ def load_table(target: str, name: str) -> Any:
         text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise MappingError(f"target {target!r} has no table {name!r} ({path})") from None
-    return yaml.safe_load(text)
+    # libyaml's loader where it is installed: the same data, about ten times faster to load (the
+    # tables are read at the start of every run and of every worker).
+    return yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
