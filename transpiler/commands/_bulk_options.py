@@ -27,7 +27,7 @@ def bulk_options(fn):
                      help="Where the result cache lives (default: ./.npu-port-cache)."),
         click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_TIMEOUT,
                      show_default=True, metavar="SECONDS",
-                     help="Give up on a file that takes longer (it is reported as failed)."),
+                     help="Give up on a file that takes more CPU time than this (it is reported as failed)."),
         click.option("--max-bytes", type=click.IntRange(min=1), default=DEFAULT_MAX_BYTES, show_default=True,
                      help="Report larger source files as failed instead of converting them."),
     ]):
