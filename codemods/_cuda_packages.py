@@ -58,6 +58,17 @@ def conda_rows(target: str) -> tuple[PackageRow, ...]:
 
 
 @cache
+def system_rows(target: str) -> tuple[PackageRow, ...]:
+    return _rows(load_table(target, "cuda_only_packages")["system"])
+
+
+def match_system(target: str, package: str) -> Optional[PackageRow]:
+    """A system package (`cuda-toolkit-12-4`, `libcudnn9-cuda-12=9.1.0.70-1`) of the CUDA stack."""
+    name = re.split(r"[=:<>]", package.strip(), maxsplit=1)[0].lower()
+    return next((row for row in system_rows(target) if row.matches(name)), None)
+
+
+@cache
 def image_rows(target: str) -> tuple[PackageRow, ...]:
     return _rows(load_table(target, "cuda_only_packages")["images"])
 

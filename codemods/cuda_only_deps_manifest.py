@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from npu_port.codemods._cuda_packages import TRIGGER_PATTERN, match_image, match_requirement, message
+from npu_port.codemods._cuda_packages import TRIGGER_PATTERN, match_image, match_requirement, match_system, message
 from npu_port.transpiler.core.rules import TextRule
 from npu_port.transpiler.text.shell import Script, ShellSyntaxError
 from npu_port.transpiler.text.text_edits import LineIndex
@@ -24,6 +24,7 @@ _PIP_OPTIONS_WITH_VALUE = {"-r", "--requirement", "-c", "--constraint", "-i", "-
                            "-f", "--find-links", "--target", "-t", "--prefix", "--root", "--trusted-host",
                            "--platform", "--python-version", "--implementation", "--abi", "--cache-dir", "--src"}
 _PIP_PROGRAMS = {"pip", "pip3", "uv", "python", "python3", "mim"}
+_SYSTEM_INSTALLERS = {"apt-get", "apt", "yum", "dnf"}
 
 
 class CudaOnlyDepsManifest(TextRule):
@@ -33,7 +34,8 @@ class CudaOnlyDepsManifest(TextRule):
         Reads `requirements*.txt` / `constraints*.txt` line by line, the requirement arrays of
         `pyproject.toml` (`[project] dependencies`, `[project.optional-dependencies]`,
         `[build-system] requires`, `[dependency-groups]`, Poetry's dependency tables), and in a
-        Dockerfile each `pip install` of a `RUN` line and each `FROM` image. Every requirement of a
+        Dockerfile each `pip install` and each `apt-get` / `yum` install of a `RUN` line (CUDA system
+        packages: `cuda-*`, `libcudnn*`, `libnccl*`) and each `FROM` image. Every requirement of a
         distribution with no Ascend build (`cupy-cuda*`, `flash-attn`, `bitsandbytes`, `xformers`,
         `apex`, `nvidia-*` wheels, `triton`, whose Ascend backend is `triton-ascend`, ...) and every
         CUDA base image (`nvidia/cuda`, NGC images) is reported on its line. The table is
@@ -134,6 +136,13 @@ class CudaOnlyDepsManifest(TextRule):
         for cmd in script.commands:
             words = [w for w in cmd.words if w.value is not None]
             values = [w.value or "" for w in words]
+            if values and values[0] in _SYSTEM_INSTALLERS and "install" in values:
+                for word, value in zip(words[values.index("install") + 1:], values[values.index("install") + 1:]):
+                    row = match_system(self.ctx.target, value) if not value.startswith("-") else None
+                    if row is not None:
+                        yield base + word.start, f"{row.what}: `{value}` is installed here; an Ascend host has none", \
+                            row.hint
+                continue
             if not values or values[0].rsplit("/", 1)[-1] not in _PIP_PROGRAMS or "install" not in values:
                 continue
             i = values.index("install") + 1
