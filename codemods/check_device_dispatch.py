@@ -36,7 +36,7 @@ class BrokenDeviceDispatch(PythonRule):
           NPU as well;
         - a list, tuple or set of devices holding the NPU twice (`device=["npu", "npu"]`): the CUDA entry
           of a registration is gone;
-        - `torch.npu.get_device_capability()` unpacked, indexed or compared: it returns None unless
+        - `torch.npu.get_device_capability()` unpacked or indexed: it returns None unless
           TORCH_NPU_DEVICE_CAPABILITY is set (torch-npu 2.14), so the line raises or misleads;
         - `"hccl"` given to `ray.util.collective`: Ray 2.60 accepts only nccl and gloo there and raises.
 
@@ -111,10 +111,11 @@ class BrokenDeviceDispatch(PythonRule):
 
     visit_List = visit_Tuple = visit_Set = _collection  # type: ignore[assignment]
 
+    # Compared with SM numbers (`>= (8, 0)`) it is cuda-version-probes' warning, not reported twice here.
     def _capability_use(self, node: cst.CSTNode) -> None:
         if isinstance(node, cst.Call) and self.ctx.resolve(node.func) == _CAPABILITY:
             self.report(node, "`torch.npu.get_device_capability()` returns None unless TORCH_NPU_DEVICE_CAPABILITY "
-                              "is set: unpacking, indexing or comparing it fails", severity="error",
+                              "is set: unpacking or indexing it fails", severity="error",
                         hint="test the feature itself (torch.npu.is_bf16_supported(), try/except) instead of SM "
                              "numbers")
 
@@ -124,11 +125,6 @@ class BrokenDeviceDispatch(PythonRule):
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         self._capability_use(node.value)
-
-    def visit_Comparison(self, node: cst.Comparison) -> None:
-        self._capability_use(node.left)
-        for c in node.comparisons:
-            self._capability_use(c.comparator)
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.resolve(node.func) or ""
