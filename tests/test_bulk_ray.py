@@ -31,8 +31,11 @@ def local_ray():
 
 @pytest.fixture
 def with_hazard_rule(monkeypatch):
+    from npu_port.transpiler.bulk import runner
+
     real = registry.all_rules()
     monkeypatch.setattr(registry, "all_rules", lambda: {**real, HazardRule.ID: HazardRule})
+    monkeypatch.setattr(runner, "INLINE_MAX_BYTES", 0)  # local workers even for this small tree: a crash costs one
 
 
 def _convert(src: Path, out: Path, report: Path, executor: str, *extra: str):
