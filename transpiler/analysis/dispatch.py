@@ -40,8 +40,8 @@ DEVICE_COMPARISON = Guard("this compares a run-time device name in a module that
                           "renamed, the NPU would take this branch too")
 RESOLVER_COMPARISON = Guard("this compares what a device resolver answers (`get_device_name()`, `torch_device`): it "
                             "is the NPU's name on an NPU already, so renamed the NPU would take this branch too")
-DISPATCH_PARAMETER = Guard("the function picks a branch by this parameter (it compares it with the NPU's "
-                           "name), so its default is a dispatch key, not a device to move")
+DISPATCH_PARAMETER = Guard("the code picks a branch by this setting (it compares it with the NPU's name), so "
+                           "its default is a dispatch key, not a device to move")
 REGISTRY_KEY = Guard("a registration key, not a device: renamed, this entry would take the NPU's slot")
 NEEDS_TORCH_NPU = Guard("the file picks the NPU at run time and would have to import torch_npu on every host for "
                         "this; port it inside the NPU branch")
@@ -305,6 +305,25 @@ def dispatch_parameter_defaults(node: cst.FunctionDef, npu: bool) -> list[tuple[
         if re.search(rf"""\b{name}\s*(?:==|!=)\s*["'](?:npu|NPU)|["'](?:npu|NPU)["']\s*(?:==|!=)\s*{name}\b""", body):
             out.append((p.default, DISPATCH_PARAMETER))  # type: ignore[arg-type]
     return out
+
+
+def dispatched_lookup_defaults(node: cst.Call, text: str) -> list[tuple[cst.CSTNode, Guard]]:
+    """`kwargs.get("device_name", "cuda")`, `getattr(cfg, "device", "cuda")` in a module that compares that
+    setting with the NPU's name (`if self.device_name == "npu"`): the default picks the branch."""
+    args = [a for a in node.args if a.keyword is None and not a.star]
+    func = node.func
+    if isinstance(func, cst.Name) and func.value == "getattr" and len(args) == 3:
+        key, default = args[1].value, args[2].value
+    elif isinstance(func, cst.Attribute) and func.attr.value in ("get", "pop", "setdefault") and len(args) == 2:
+        key, default = args[0].value, args[1].value
+    else:
+        return []
+    if not isinstance(key, cst.SimpleString) or not isinstance(key.evaluated_value, str):
+        return []
+    name = re.escape(key.evaluated_value)
+    if re.search(rf"""\b{name}\s*(?:==|!=)\s*["'](?:npu|NPU)["']""", text):
+        return [(default, DISPATCH_PARAMETER)]
+    return []
 
 
 def cuda_flag_values(node: cst.Call, resolve) -> list[cst.CSTNode]:

@@ -23,6 +23,7 @@ from npu_port.transpiler.analysis.dispatch import (
     cuda_twins,
     device_module_lookups,
     dispatch_parameter_defaults,
+    dispatched_lookup_defaults,
     mapping_guard,
     npu_guard,
     nvidia_guard,
@@ -153,6 +154,8 @@ class _Dispatcher(cst.CSTTransformer):
         if shapes.module_by_name and kind in (cst.Call, cst.FunctionDef):
             marked += [(n, DEVICE_MODULE_RESOLVER) for n in device_module_lookups(node)]
         if kind is cst.Call:
+            if shapes.npu_code:
+                marked += dispatched_lookup_defaults(node, self._ctx.text)  # type: ignore[arg-type]
             if shapes.registry:
                 marked += [(v, REGISTRY_KEY) for v in registration_guards(node)]  # type: ignore[arg-type]
             if shapes.cuda_flags:
