@@ -140,7 +140,17 @@ class StringPositionRule(PythonRule):
                     self.report(leaf, f"{_text_of(leaf)} left as is: `{callee}` takes no NPU {self.POSITION}",
                                 hint=why)
             return
-        self._mark(self.finder.in_call(node))
+        leaves = list(self.finder.in_call(node))
+        keyed = _dict_keys_among(node, {id(x) for x in leaves}) if any(isinstance(a.value, cst.Dict) for a in node.args) \
+            else set()
+        for leaf in leaves:
+            value = leaf.evaluated_value if isinstance(leaf, cst.SimpleString) else None
+            if value in keyed and self._converted(leaf) is not None:
+                # `backend="nccl", engine_kwargs={"nccl": {...}}`: the value and its key go together.
+                self.report(leaf, f"{_text_of(leaf)} left as is: the same call keys a dict by it; rename the value "
+                                  "and the key together", severity="info")
+                leaves = [x for x in leaves if x is not leaf]
+        self._mark(leaves)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         targets = [t.target for t in node.targets]
@@ -237,3 +247,18 @@ class _ReplaceStrings(cst.CSTTransformer):
 
 def _text_of(node) -> str:
     return cst.Module(body=[]).code_for_node(node)
+
+
+def _dict_keys_among(call: cst.Call, positions: set[int]) -> set[str]:
+    """The string keys of the dict displays given as a call's arguments, except dicts that are positions
+    themselves (`map_location={"cuda:1": "cuda:0"}`: keys and values are devices alike)."""
+    keys: set[str] = set()
+    for arg in call.args:
+        if isinstance(arg.value, cst.Dict) and not any(
+                isinstance(e, cst.DictElement) and id(e.value) in positions for e in arg.value.elements):
+            for element in arg.value.elements:
+                if isinstance(element, cst.DictElement) and isinstance(element.key, cst.SimpleString):
+                    key = element.key.evaluated_value
+                    if isinstance(key, str):
+                        keys.add(key)
+    return keys
