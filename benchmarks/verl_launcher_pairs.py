@@ -74,6 +74,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+from real_repos import export, git_dir  # the same snapshot export (this folder is on the script's path)
+
 ROOT = Path(__file__).resolve().parent.parent
 MIRROR_STEM = "volcengine+verl"
 
@@ -448,24 +450,6 @@ def missing_counts(pairs: list[Pair]) -> list[dict]:
             for (i, tag), n in sorted(missed.items(), key=lambda kv: (-kv[1], kv[0][1], kv[0][0]))]
 
 
-def git_dir(mirror: Path) -> Path | None:
-    root = mirror / MIRROR_STEM
-    if not root.is_dir():
-        return None
-    for candidate in [root, *sorted(p for p in root.iterdir() if p.is_dir())]:
-        if (candidate / "HEAD").is_file() and (candidate / "objects").is_dir():
-            return candidate
-    return None
-
-
-def export(gitdir: Path, dest: Path) -> str:
-    dest.mkdir(parents=True, exist_ok=True)
-    archive = subprocess.run(["git", f"--git-dir={gitdir}", "archive", "HEAD"], check=True, capture_output=True)
-    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive.stdout, check=True)
-    return subprocess.run(["git", f"--git-dir={gitdir}", "rev-parse", "HEAD"], check=True,
-                          capture_output=True, text=True).stdout.strip()
-
-
 def show(pair: Pair) -> None:
     print(f"{pair.npu_key or pair.npu}  <-  {pair.gpu}  ({pair.how})")
     if pair.failed:
@@ -505,7 +489,7 @@ def main(argv: list[str] | None = None) -> int:
     src = args.src
     gitdir: Path | None = None
     if src is None:
-        gitdir = git_dir(args.mirror)
+        gitdir = git_dir(args.mirror, MIRROR_STEM)
         if gitdir is None:
             print(f"no snapshot under {args.mirror}/{MIRROR_STEM} (fetch github:volcengine/verl)", file=sys.stderr)
             return 2

@@ -7,21 +7,15 @@ from typing import Optional
 import libcst as cst
 
 from npu_port.transpiler.analysis.dispatch import chain_tests, code
+from npu_port.transpiler.analysis.literals import string_value
 from npu_port.transpiler.core.rules import PythonRule
 
 _CAPABILITY = "torch.npu.get_device_capability"
 _NPU_VALUES = frozenset({"npu", "NPU", "hccl", "HCCL"})
 
 
-def _literal(node: cst.BaseExpression) -> Optional[str]:
-    if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
-        value = node.evaluated_value
-        return value if isinstance(value, str) else None
-    return None
-
-
 def _npu_value(node: cst.BaseExpression) -> Optional[str]:
-    value = _literal(node)
+    value = string_value(node)
     return value if value is not None and value.split(":")[0] in _NPU_VALUES else None
 
 
@@ -67,7 +61,7 @@ class BrokenDeviceDispatch(PythonRule):
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         value = _npu_value(node.body)
-        if value is not None and value == _literal(node.orelse):
+        if value is not None and value == string_value(node.orelse):
             self.report(node, f'both arms of this conditional are "{value}": the other device lost its value',
                         severity="error", hint="restore the other device's value (before conversion it was the "
                                                "CUDA one: \"cuda\" / \"nccl\")")
@@ -131,7 +125,7 @@ class BrokenDeviceDispatch(PythonRule):
         if not name.startswith("ray.util.collective."):
             return
         for arg in node.args:
-            value = _literal(arg.value)
+            value = string_value(arg.value)
             if value is not None and value.lower() == "hccl":
                 self.report(arg.value, f"`{name}` does not know the \"{value}\" backend (Ray 2.60: nccl and gloo "
                                        "only) and raises", severity="error",

@@ -48,6 +48,8 @@ class ShellDeviceArgs(ShellRule):
     def check(self, script: Script) -> None:
         table = load_table(self.ctx.target, "shell")
         frameworks = tuple(table["framework_modules"])
+        positions = load_table(self.ctx.target, "positions")
+        policies = (PositionPolicy.from_data(positions["device"]), PositionPolicy.from_data(positions["backend"]))
         for cmd in script.commands:
             self._removed_vllm_device(cmd)
             launch = python_launch(cmd)
@@ -56,7 +58,7 @@ class ShellDeviceArgs(ShellRule):
             if launch.is_module and (launch.target in frameworks or launch.target.startswith(
                     tuple(m + "." for m in frameworks))):
                 continue
-            device_options, backend_options = self._options(launch.args, table)
+            device_options, backend_options = self._options(launch.args, table, policies)
             for opt, value_word, vstart, vend in option_values(launch.args, device_options):
                 value = value_word.value if value_word else (opt.value or "").partition("=")[2]
                 if value and _CUDA_DEVICE.fullmatch(value):
@@ -66,12 +68,11 @@ class ShellDeviceArgs(ShellRule):
                 if value == "nccl":
                     self._swap(script, cmd, vstart, vend, "nccl", "hccl", opt)
 
-    def _options(self, args, table) -> tuple[list[str], list[str]]:
+    @staticmethod
+    def _options(args, table, policies) -> tuple[list[str], list[str]]:
         """The table's option names plus those among `args` that name a device / backend setting."""
-        positions = load_table(self.ctx.target, "positions")
         device, backend = list(table["device_options"]), list(table["backend_options"])
-        for policy, names in ((PositionPolicy.from_data(positions["device"]), device),
-                              (PositionPolicy.from_data(positions["backend"]), backend)):
+        for policy, names in zip(policies, (device, backend)):
             for word in args:
                 flag = (word.value or word.text).partition("=")[0]
                 name = flag.rsplit(".", 1)[-1].lstrip("-").replace("-", "_").lower()

@@ -24,10 +24,6 @@ _IMPORTS_TORCH = re.compile(r"^[ \t]*(?:import|from)[ \t]+torch\b", re.M)
 _IMPORTS_TORCH_NPU = re.compile(r"^[ \t]*(?:import[ \t]+torch_npu\b|from[ \t]+torch_npu\b)", re.M)
 
 
-# Run-time NPU selection: transformers/accelerate/verl style availability checks.
-_NPU_PREDICATE = re.compile(r"\bis_(?:torch_)?npu_available\b")
-
-
 def _imported_modules(line: cst.CSTNode) -> list[tuple[str, bool]]:
     """(module, is plain `import torch[ as T]`) for each import in a statement line.
 
@@ -207,7 +203,7 @@ class TorchNpuImport(PythonRule):
                             "elsewhere (its autoload on `import torch`, a plugin); otherwise add "
                             "`import torch_npu`", severity="info")
             return updated
-        if self.ctx.selects_npu_at_run_time() or self.ctx.dispatch.selects_npu:
+        if self.ctx.has_npu_branch() or self.ctx.dispatch.selects_npu:
             self.report(_Scope(original.body).anchor or original, "left without `import torch_npu`: this file already selects the NPU at run "
                                   "time; import it where the NPU branch runs", severity="info")
             return updated

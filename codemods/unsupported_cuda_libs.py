@@ -236,7 +236,7 @@ class UnsupportedCudaLibraries(PythonRule):
         # Judged at the end: whether the name is also imported from a non-CUDA module (the NPU
         # alternative of a dispatch) may only show further down the file.
         local = self._local_of(at)
-        self._imports.append((at, row, text, id(stmt) in self._guarded or self.ctx.in_npu_branch(stmt), local))
+        self._imports.append((at, row, text, id(stmt) in self._guarded or self.ctx.guard_of(stmt) is not None, local))
 
     @staticmethod
     def _local_of(at: cst.CSTNode) -> str:
@@ -265,7 +265,7 @@ class UnsupportedCudaLibraries(PythonRule):
         target = node.func if isinstance(node, cst.Call) else node
         root = leftmost_name(target) if isinstance(target, cst.BaseExpression) else None
         local = root.value if root is not None else ""
-        guarded = local in self._optional or self.ctx.in_npu_branch(node)
+        guarded = local in self._optional or self.ctx.guard_of(node) is not None
         self._uses.append((node, message, hint, local, guarded))
 
     def _emit_uses(self) -> None:

@@ -19,6 +19,8 @@ from typing import Optional
 
 import libcst as cst
 
+from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.analysis.positions import setting_lookup
 from npu_port.transpiler.core.report import Severity
 
 
@@ -173,16 +175,6 @@ def npu_guard(node: cst.CSTNode) -> Optional[Guard]:
     return None
 
 
-def sibling_guards(body: Sequence[cst.CSTNode]) -> list[cst.If]:
-    """`if` statements of one block that dispatch on the device beside one that handles the NPU:
-    `if name == "cuda": opts["num_gpus"] = n` followed by `if name == "npu": opts["resources"] = ...`.
-    Rewriting the first would make both run on the NPU."""
-    ifs = [s for s in body if isinstance(s, cst.If)]
-    if len(ifs) < 2 or not any(npu_guard(i) for i in ifs):
-        return []
-    return [i for i in ifs if not npu_guard(i) and any(_CUDA_TEST.search(code(t)) for t in chain_tests(i))]
-
-
 def _is_device_literal(node: cst.BaseExpression) -> bool:
     return isinstance(node, cst.SimpleString) and _DEVICE_NAME.match(node.raw_value.split(":")[0]) is not None
 
@@ -234,59 +226,21 @@ def comparison_guard(node: cst.Comparison, npu_module: bool) -> Optional[Guard]:
     return RESOLVER_COMPARISON if any(_RESOLVERS.search(code(o)) for o in others) else None
 
 
-def device_module_lookups(node: cst.CSTNode) -> list[cst.CSTNode]:
-    """`getattr(torch, name, torch.cuda)` calls, and functions that pick the device module with
-    `getattr(torch, name)`: torch.cuda in them is the fallback for a name torch lacks."""
-    if isinstance(node, cst.Call):
-        if isinstance(node.func, cst.Name) and node.func.value == "getattr" and len(node.args) >= 2 \
-                and code(node.args[0].value) == "torch" and not isinstance(node.args[1].value, cst.SimpleString):
-            return [node]
-        return []
-    if isinstance(node, cst.FunctionDef) and _TORCH_GETATTR.search(code(node.body)):
-        return [node.body]
-    return []
+def _looks_up_device_module(node: cst.Call) -> bool:
+    """`getattr(torch, name, torch.cuda)`: torch.cuda is the fallback for a name torch lacks."""
+    return isinstance(node.func, cst.Name) and node.func.value == "getattr" and len(node.args) >= 2 \
+        and dotted_name(node.args[0].value) == "torch" and not isinstance(node.args[1].value, cst.SimpleString)
 
 
-def rocm_normalisers(node: cst.FunctionDef) -> list[cst.CSTNode]:
-    """A function that reconciles AMD's HIP_/ROCR_VISIBLE_DEVICES with CUDA_VISIBLE_DEVICES: its reads and
-    writes of CUDA_VISIBLE_DEVICES are ROCm's, a port would split them from the rest of the function."""
-    return [node.body] if _ROCM_VARIABLES.search(code(node.body)) else []
-
-
-def cuda_twins(body: Sequence[cst.CSTNode]) -> list[cst.CSTNode]:
-    """Statements of a block that call `torch.cuda.X` when an NPU-guarded `if` of the same block calls
-    `torch.npu.X` (`torch.cuda.manual_seed(s)` ... `if is_npu_available: torch.npu.manual_seed(s)`)."""
-    npu_ifs = [i for i in body if isinstance(i, cst.If) and npu_guard(i)]
-    if not npu_ifs:
-        return []
-    npu_names = set(re.findall(r"\btorch\.npu\.(\w+)", " ".join(code(i) for i in npu_ifs)))
-    out: list[cst.CSTNode] = []
-    for statement in body:
-        if isinstance(statement, cst.SimpleStatementLine):
-            names = set(re.findall(r"\btorch\.cuda\.(\w+)", code(statement)))
-            if names and names <= npu_names:
-                out.append(statement)
-    return out
-
-
-def _dotted(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        head = _dotted(node.value)
-        return f"{head}.{node.attr.value}" if head else ""
-    return ""
-
-
-def registration_guards(node: cst.Call) -> list[cst.CSTNode]:
+def _registration_keys(node: cst.Call) -> list[cst.CSTNode]:
     """The device keywords of `register(..., device="cuda")`, `Registry.register_engine(device=[...])`,
     `@EngineRegistry.register(...)`: keys of a table, not devices."""
-    if not _REGISTER.search(_dotted(node.func).rsplit(".", 1)[-1]):
+    if not _REGISTER.search((dotted_name(node.func) or "").rsplit(".", 1)[-1]):
         return []
     return [a.value for a in node.args if a.keyword is not None and a.keyword.value in _DEVICE_KEYWORDS]
 
 
-def dispatch_parameter_defaults(node: cst.FunctionDef, npu: bool) -> list[tuple[cst.CSTNode, Guard]]:
+def _dispatch_parameter_defaults(node: cst.FunctionDef, body: str, npu: bool) -> list[tuple[cst.CSTNode, Guard]]:
     """Defaults of parameters that the function dispatches on instead of using as a device: in a
     `register*` function any device-named default (a registry key), elsewhere one the body compares with
     the NPU's name (`if device_name == "npu"`)."""
@@ -298,7 +252,6 @@ def dispatch_parameter_defaults(node: cst.FunctionDef, npu: bool) -> list[tuple[
                 if p.name.value in _DEVICE_KEYWORDS or p.name.value.endswith("device")]
     if not npu:
         return []
-    body = code(node.body)
     out: list[tuple[cst.CSTNode, Guard]] = []
     for p in params:
         name = re.escape(p.name.value)
@@ -307,30 +260,102 @@ def dispatch_parameter_defaults(node: cst.FunctionDef, npu: bool) -> list[tuple[
     return out
 
 
-def dispatched_lookup_defaults(node: cst.Call, text: str) -> list[tuple[cst.CSTNode, Guard]]:
+def _dispatched_lookup_default(node: cst.Call, text: str) -> list[tuple[cst.CSTNode, Guard]]:
     """`kwargs.get("device_name", "cuda")`, `getattr(cfg, "device", "cuda")` in a module that compares that
     setting with the NPU's name (`if self.device_name == "npu"`): the default picks the branch."""
-    args = [a for a in node.args if a.keyword is None and not a.star]
-    func = node.func
-    if isinstance(func, cst.Name) and func.value == "getattr" and len(args) == 3:
-        key, default = args[1].value, args[2].value
-    elif isinstance(func, cst.Attribute) and func.attr.value in ("get", "pop", "setdefault") and len(args) == 2:
-        key, default = args[0].value, args[1].value
-    else:
+    found = setting_lookup(node)
+    if found is None:
         return []
-    if not isinstance(key, cst.SimpleString) or not isinstance(key.evaluated_value, str):
-        return []
-    name = re.escape(key.evaluated_value)
-    if re.search(rf"""\b{name}\s*(?:==|!=)\s*["'](?:npu|NPU)["']""", text):
+    name, default = found
+    if re.search(rf"""\b{re.escape(name)}\s*(?:==|!=)\s*["'](?:npu|NPU)["']""", text):
         return [(default, DISPATCH_PARAMETER)]
     return []
 
 
-def cuda_flag_values(node: cst.Call, resolve) -> list[cst.CSTNode]:
+def _cuda_flag_values(node: cst.Call, resolve) -> list[cst.CSTNode]:
     """Values of `cuda=`-style keywords of a call outside torch (`MergeOptions(cuda=torch.cuda.is_available())`):
     the callee's option means CUDA; on the NPU host the converted value would turn it on."""
     flagged: list[cst.CSTNode] = [a.value for a in node.args if a.keyword is not None and a.keyword.value in _CUDA_FLAGS]
     if not flagged:
         return []
-    name = resolve(node.func) or _dotted(node.func)
+    name = resolve(node.func) or dotted_name(node.func) or ""
     return [] if name.startswith(("torch.", "torch_npu.")) else flagged
+
+
+# -- where the engine's walk asks ---------------------------------------------------------------------------
+_NPU_GUARD_TYPES = frozenset({cst.If, cst.IfExp, cst.List, cst.Tuple, cst.Set})
+_NVIDIA_GUARD_TYPES = frozenset({cst.If, cst.IfExp, cst.BooleanOperation})
+_BLOCK_TYPES = frozenset({cst.Module, cst.IndentedBlock})
+GUARD_TYPES = _NPU_GUARD_TYPES | _NVIDIA_GUARD_TYPES | {cst.Comparison}  # can start dispatch code
+MARKING_TYPES = _BLOCK_TYPES | {cst.Call, cst.FunctionDef}  # can show dispatch code below them
+
+
+def dispatch_guard(node: cst.CSTNode, shapes: FileDispatch) -> Optional[Guard]:
+    """Why `node` (one of GUARD_TYPES) starts code that picks a branch by device, or None."""
+    kind = type(node)
+    guard = None
+    if shapes.npu and kind in _NPU_GUARD_TYPES:
+        guard = npu_guard(node)
+    if guard is None and kind is cst.Comparison and (shapes.npu_code or shapes.selects_npu):
+        guard = comparison_guard(node, shapes.npu_code)  # type: ignore[arg-type]
+    if guard is None and kind is cst.IfExp:
+        guard = mapping_guard(node)  # type: ignore[arg-type]
+    if guard is None and shapes.nvidia_tests and kind in _NVIDIA_GUARD_TYPES:
+        guard = nvidia_guard(node)
+    return guard
+
+
+def guards_below(node: cst.CSTNode, shapes: FileDispatch, resolve, text: str) -> list[tuple[cst.CSTNode, Guard]]:
+    """Nodes under `node` (one of MARKING_TYPES) that are dispatch code, known before the walk reaches them:
+    the `if`s of a block that handle the NPU and their CUDA siblings and twins, registration keys, lookup
+    and parameter defaults the code dispatches on, third-party cuda= flags, device-module lookups, ROCm
+    normalisation."""
+    kind = type(node)
+    if kind in _BLOCK_TYPES:
+        return _block_guards(node.body) if shapes.npu else []  # type: ignore[attr-defined]
+    out: list[tuple[cst.CSTNode, Guard]] = []
+    if kind is cst.Call:
+        if shapes.module_by_name and _looks_up_device_module(node):  # type: ignore[arg-type]
+            out.append((node, DEVICE_MODULE_RESOLVER))
+        if shapes.npu_code:
+            out += _dispatched_lookup_default(node, text)  # type: ignore[arg-type]
+        if shapes.registry:
+            out += [(v, REGISTRY_KEY) for v in _registration_keys(node)]  # type: ignore[arg-type]
+        if shapes.cuda_flags:
+            out += [(v, THIRD_PARTY_CUDA_FLAG) for v in _cuda_flag_values(node, resolve)]  # type: ignore[arg-type]
+        return out
+    if not (shapes.module_by_name or shapes.nvidia_tests or shapes.npu_code or shapes.registry):
+        return out
+    fn: cst.FunctionDef = node  # type: ignore[assignment]
+    body = code(fn.body)  # once per function, for the three questions below
+    if shapes.module_by_name and _TORCH_GETATTR.search(body):
+        out.append((fn.body, DEVICE_MODULE_RESOLVER))
+    if shapes.nvidia_tests and _ROCM_VARIABLES.search(body):
+        # Reconciling AMD's HIP_/ROCR_VISIBLE_DEVICES with CUDA_VISIBLE_DEVICES: ROCm's code, whole.
+        out.append((fn.body, NVIDIA_ONLY))
+    if shapes.npu_code or shapes.registry:
+        out += _dispatch_parameter_defaults(fn, body, shapes.npu_code)
+    return out
+
+
+def _block_guards(body: Sequence[cst.CSTNode]) -> list[tuple[cst.CSTNode, Guard]]:
+    """In one block, each `if` rendered once:
+    - the `if`s that handle the NPU;
+    - the `if`s that dispatch on the device beside them (`if name == "cuda": opts["num_gpus"] = n` next to
+      `if name == "npu": opts["resources"] = ...`: renamed, both would run on the NPU);
+    - statements calling `torch.cuda.X` when an NPU `if` of the block calls `torch.npu.X` (the CUDA twin of
+      `torch.cuda.manual_seed(s)` ... `if is_npu_available: torch.npu.manual_seed(s)`)."""
+    ifs = [(s, npu_guard(s)) for s in body if isinstance(s, cst.If)]
+    npu_ifs = [i for i, guard in ifs if guard is not None]
+    if not npu_ifs:
+        return []
+    out: list[tuple[cst.CSTNode, Guard]] = [(i, NPU_BRANCH) for i in npu_ifs]
+    out += [(i, NPU_BRANCH) for i, guard in ifs
+            if guard is None and any(_CUDA_TEST.search(code(t)) for t in chain_tests(i))]
+    npu_names = set(re.findall(r"\btorch\.npu\.(\w+)", " ".join(code(i) for i in npu_ifs)))
+    for statement in body:
+        if isinstance(statement, cst.SimpleStatementLine):
+            names = set(re.findall(r"\btorch\.cuda\.(\w+)", code(statement)))
+            if names and names <= npu_names:
+                out.append((statement, NPU_TWIN))
+    return out

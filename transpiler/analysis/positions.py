@@ -15,6 +15,7 @@ from typing import Optional
 import libcst as cst
 
 from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.analysis.literals import string_value
 
 
 @dataclass(frozen=True)
@@ -165,18 +166,10 @@ class PositionFinder:
                     yield from string_leaves(arg.value)
 
     def _defaults_of_lookups(self, call: cst.Call) -> Iterator[cst.BaseExpression]:
-        """The default of a lookup of a setting by name: `getattr(args, "backend", "nccl")`,
-        `kwargs.get("device", "cuda")`, `.pop(...)`, `.setdefault(...)`."""
-        args = [a for a in call.args if a.keyword is None and not a.star]
-        func = call.func
-        if isinstance(func, cst.Name) and func.value == "getattr" and len(args) == 3:
-            key, default = args[1].value, args[2].value
-        elif isinstance(func, cst.Attribute) and func.attr.value in ("get", "pop", "setdefault") and len(args) == 2:
-            key, default = args[0].value, args[1].value
-        else:
-            return
-        if isinstance(key, cst.SimpleString) and self.policy.names_setting(_text(key)):
-            yield from string_leaves(default)
+        """The default of a lookup of a setting by name (see setting_lookup)."""
+        found = setting_lookup(call)
+        if found is not None and self.policy.names_setting(found[0]):
+            yield from string_leaves(found[1])
 
     def in_annotation(self, name: Optional[str], annotation: Optional[cst.Annotation]):
         """`device: Literal["cpu", "cuda"]`: the choices of a setting."""
@@ -225,6 +218,17 @@ class PositionFinder:
                 yield from string_leaves(o)
 
 
-def _text(node: cst.SimpleString) -> Optional[str]:
-    value = node.evaluated_value
-    return value if isinstance(value, str) else None
+
+def setting_lookup(call: cst.Call) -> Optional[tuple[str, cst.BaseExpression]]:
+    """(name, default) of a lookup by a literal name with a default: `getattr(args, "backend", "nccl")`,
+    `kwargs.get("device", "cuda")`, `.pop(...)`, `.setdefault(...)`; else None."""
+    args = [a for a in call.args if a.keyword is None and not a.star]
+    func = call.func
+    if isinstance(func, cst.Name) and func.value == "getattr" and len(args) == 3:
+        key, default = args[1].value, args[2].value
+    elif isinstance(func, cst.Attribute) and func.attr.value in ("get", "pop", "setdefault") and len(args) == 2:
+        key, default = args[0].value, args[1].value
+    else:
+        return None
+    name = string_value(key)
+    return (name, default) if name is not None else None

@@ -10,27 +10,8 @@ from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.analysis.dispatch import (
-    DEVICE_MODULE_RESOLVER,
-    NPU_BRANCH,
-    NPU_TWIN,
-    NVIDIA_ONLY,
-    REGISTRY_KEY,
-    THIRD_PARTY_CUDA_FLAG,
-    Guard,
-    comparison_guard,
-    cuda_flag_values,
-    cuda_twins,
-    device_module_lookups,
-    dispatch_parameter_defaults,
-    dispatched_lookup_defaults,
-    mapping_guard,
-    npu_guard,
-    nvidia_guard,
-    registration_guards,
-    rocm_normalisers,
-    sibling_guards,
-)
+from npu_port.transpiler.analysis.dispatch import GUARD_TYPES, MARKING_TYPES, Guard, dispatch_guard, guards_below
+from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.core.cst_walk import transform
 from npu_port.transpiler.core.files import NUL_BYTES, decode_problem
 from npu_port.transpiler.core.report import Finding
@@ -56,7 +37,7 @@ def _patch_targets(node: cst.CSTNode) -> list[cst.CSTNode]:
     elif isinstance(node, cst.Del):
         targets = [node.target]
     elif isinstance(node, cst.Call) and node.args:
-        name = _dotted(node.func)
+        name = dotted_name(node.func) or ""
         if not (name in _PATCHERS or name.endswith((".patch", ".patch.object"))):
             return []
         targets = [node.args[0].value]
@@ -77,17 +58,8 @@ def _names_torch_cuda(node: cst.CSTNode) -> bool:
     if isinstance(node, cst.SimpleString):
         value = node.evaluated_value
         return isinstance(value, str) and (value == "torch.cuda" or value.startswith("torch.cuda."))
-    name = _dotted(node) if isinstance(node, (cst.Name, cst.Attribute)) else ""
+    name = dotted_name(node) or ""
     return name == "torch.cuda" or name.startswith("torch.cuda.")
-
-
-def _dotted(node: cst.BaseExpression) -> str:
-    if isinstance(node, cst.Name):
-        return node.value
-    if isinstance(node, cst.Attribute):
-        head = _dotted(node.value)
-        return f"{head}.{node.attr.value}" if head else ""
-    return ""
 
 
 def _subtree(node: cst.CSTNode):
@@ -130,12 +102,12 @@ class _Dispatcher(cst.CSTTransformer):
             if targets and kind is cst.Assign:
                 # The value of a shim is what torch.cuda is made to point at: written as meant.
                 self._ctx.patched.update(id(n) for n in _subtree(node.value))  # type: ignore[attr-defined]
-        if kind in _MARKING_TYPES:
-            self._mark_ahead(node, kind)
+        if kind in MARKING_TYPES:
+            self._mark_ahead(node)
         if self._guard is None:
             guard = self._marked.get(id(node)) if self._marked else None
-            if guard is None and kind in _GUARD_TYPES:
-                guard = self._guard_for(node, kind)
+            if guard is None and kind in GUARD_TYPES:
+                guard = dispatch_guard(node, self._ctx.dispatch)
             if guard is not None:
                 self._guard, self._reason = node, guard
         if self._guard is not None:
@@ -144,45 +116,10 @@ class _Dispatcher(cst.CSTTransformer):
             fn(node)
         return True
 
-    def _mark_ahead(self, node: cst.CSTNode, kind: type) -> None:
-        shapes = self._ctx.dispatch
-        marked: list[tuple[cst.CSTNode, Guard]] = []
-        if kind in _BLOCK_TYPES and shapes.npu:
-            marked += [(i, NPU_BRANCH) for i in sibling_guards(node.body)]  # type: ignore[attr-defined]
-            marked += [(i, NPU_TWIN) for i in cuda_twins(node.body)]  # type: ignore[attr-defined]
-            return self._keep(marked)
-        if shapes.module_by_name and kind in (cst.Call, cst.FunctionDef):
-            marked += [(n, DEVICE_MODULE_RESOLVER) for n in device_module_lookups(node)]
-        if kind is cst.Call:
-            if shapes.npu_code:
-                marked += dispatched_lookup_defaults(node, self._ctx.text)  # type: ignore[arg-type]
-            if shapes.registry:
-                marked += [(v, REGISTRY_KEY) for v in registration_guards(node)]  # type: ignore[arg-type]
-            if shapes.cuda_flags:
-                marked += [(v, THIRD_PARTY_CUDA_FLAG) for v in cuda_flag_values(node, self._ctx.resolve)]  # type: ignore[arg-type]
-        elif kind is cst.FunctionDef:
-            if shapes.npu_code or shapes.registry:
-                marked += dispatch_parameter_defaults(node, shapes.npu_code)  # type: ignore[arg-type]
-            if shapes.nvidia_tests:
-                marked += [(n, NVIDIA_ONLY) for n in rocm_normalisers(node)]  # type: ignore[arg-type]
-        self._keep(marked)
-
-    def _keep(self, marked: list[tuple[cst.CSTNode, Guard]]) -> None:
-        for n, guard in marked:
+    def _mark_ahead(self, node: cst.CSTNode) -> None:
+        ctx = self._ctx
+        for n, guard in guards_below(node, ctx.dispatch, ctx.resolve, ctx.text):
             self._marked.setdefault(id(n), guard)
-
-    def _guard_for(self, node: cst.CSTNode, kind: type) -> Optional[Guard]:
-        shapes = self._ctx.dispatch
-        guard = None
-        if shapes.npu and kind in _NPU_GUARD_TYPES:
-            guard = npu_guard(node)
-        if guard is None and kind is cst.Comparison and (shapes.npu_code or shapes.selects_npu):
-            guard = comparison_guard(node, shapes.npu_code)  # type: ignore[arg-type]
-        if guard is None and kind is cst.IfExp:
-            guard = mapping_guard(node)  # type: ignore[arg-type]
-        if guard is None and shapes.nvidia_tests and kind in _NVIDIA_GUARD_TYPES:
-            guard = nvidia_guard(node)
-        return guard
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
         kind = type(original)
@@ -209,12 +146,6 @@ class _Dispatcher(cst.CSTTransformer):
 # for these alone spares an isinstance test through ABCMeta on every other node.
 _SCOPE_TYPES = frozenset({cst.Module, cst.FunctionDef, cst.ClassDef})
 _PATCH_TYPES = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del, cst.Call)
-_NPU_GUARD_TYPES = frozenset({cst.If, cst.IfExp, cst.List, cst.Tuple, cst.Set})
-_NVIDIA_GUARD_TYPES = frozenset({cst.If, cst.IfExp, cst.BooleanOperation})
-_BLOCK_TYPES = frozenset({cst.Module, cst.IndentedBlock})
-# The kinds of node that can start dispatch code, and those that can mark some ahead (analysis/dispatch).
-_GUARD_TYPES = _NPU_GUARD_TYPES | _NVIDIA_GUARD_TYPES | {cst.Comparison}
-_MARKING_TYPES = _BLOCK_TYPES | {cst.Call, cst.FunctionDef}
 
 
 def parse_module(source: bytes | str) -> cst.Module:

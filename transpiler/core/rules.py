@@ -182,12 +182,8 @@ class PythonContext(FileContext):
         None. See analysis/dispatch."""
         return self.npu_guarded.get(id(node))
 
-    def in_npu_branch(self, node: cst.CSTNode) -> bool:
-        """True inside code that picks a branch by device (see guard_of)."""
-        return id(node) in self.npu_guarded
-
-    def selects_npu_at_run_time(self) -> bool:
-        """The file already has an NPU branch: it runs on GPU and CPU hosts too and must keep doing so."""
+    def has_npu_branch(self) -> bool:
+        """The walk met an NPU branch in the file: it runs on GPU and CPU hosts too and must keep doing so."""
         return any(g in (NPU_BRANCH, DEVICE_COMPARISON, RESOLVER_COMPARISON, DISPATCH_PARAMETER)
                    for g in self.npu_guarded.values())
 
