@@ -6,71 +6,88 @@ import re
 from collections.abc import Iterator
 from typing import Optional
 
-from npu_port.transpiler.core.rules import TextRule
-from npu_port.transpiler.tables.framework_facts import code_part
-from npu_port.transpiler.tables.verl_keys import config_names, unknown_key
+from npu_port.transpiler.tables import verl_keys
+from npu_port.transpiler.text.shell import TEXT_COMMANDS, Command, Script, ShellRule, Word, python_launch
 
-# The entry points that compose VERL's ppo_trainer / ppo_megatron_trainer config.
-_ENTRY = re.compile(r"(?:^|[\s/])verl[./]trainer[./]main_ppo(?:\.py)?$")
-_OVERRIDE = re.compile(r"^(?:(?P<op>\+\+|\+)?(?P<key>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)="
-                       r"|~(?P<deleted>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?:=|$))")
-_COMMAND_END = ("|", "||", "&&", ";", "&")  # the trainer's arguments stop at a pipe or the next command
+_OVERRIDE = re.compile(r"""^["']?(?:(?P<op>\+\+|\+)?(?P<key>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)="""
+                       r"""|~(?P<deleted>[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+)(?:=|["']?$))""")
+# A config-group choice (`model_engine=megatron`, `actor_rollout_ref/actor=megatron_actor`,
+# `actor@actor_rollout_ref.actor=...`): it swaps part of the composed config for another packaged one.
+_GROUP_CHOICE = re.compile(r"""^["']?\+{0,2}(?P<group>[A-Za-z_]\w*)(?P<path>[/@][\w./@]*)?=""")
+_ARRAY_EXPANSION = re.compile(r"""^["']?\$\{(?P<name>[A-Za-z_]\w*)\[[@*]\]\}["']?$""")
+# Hydra's own flags that take a value (`--config-name x` or `--config-name=x`).
+_CONFIG_NAME = ("--config-name", "-cn")
+_CONFIG_PATH = ("--config-path", "-cp", "--config-dir", "-cd")
 
 
-def logical_lines(text: str) -> Iterator[list[tuple[str, int]]]:
-    """Commands joined over `\\` continuations: each a list of (physical line without comment, line number)."""
-    current: list[tuple[str, int]] = []
-    for lineno, line in enumerate(text.splitlines(), start=1):
-        code = code_part(line)
-        stripped = code.rstrip()
-        if stripped.endswith("\\"):
-            current.append((stripped[:-1], lineno))
+def trainer_launches(script: Script) -> Iterator[tuple[Command, str, list[Word]]]:
+    """(command, VERL entry module, its arguments) for each command that runs a VERL Hydra entry point:
+    `python3 -m verl.trainer.main_ppo ...`, `python verl/trainer/main_ppo.py ...`, also behind wrappers
+    (`nohup`, `env A=1`) and after the `--` of a command that runs another (`ray job submit ... -- python3 ...`)."""
+    for cmd in script.commands:
+        if cmd.program() in TEXT_COMMANDS:
             continue
-        current.append((code, lineno))
-        yield current
-        current = []
-    if current:
-        yield current
+        launch = python_launch(cmd)
+        if launch is None:
+            after = next((k + 1 for k, w in enumerate(cmd.words) if w.value == "--"), None)
+            if after is not None and after < len(cmd.words):
+                launch = python_launch(Command(words=cmd.words[after:]))
+        if launch is None:
+            continue
+        module = launch.target if launch.is_module else _module_of_script(launch.target)
+        if module is not None and module.startswith("verl."):
+            yield cmd, module, launch.args
 
 
-def words(parts: list[tuple[str, int]]) -> Iterator[tuple[str, int, int]]:
-    """(word, line, column) of each blank-separated word; quotes group, and are kept in the word."""
-    for code, lineno in parts:
-        i, n = 0, len(code)
-        while i < n:
-            if code[i] in " \t":
-                i += 1
-                continue
-            start, quote = i, ""
-            while i < n and (quote or code[i] not in " \t"):
-                if quote and code[i] == quote:
-                    quote = ""
-                elif not quote and code[i] in "'\"":
-                    quote = code[i]
-                i += 1
-            yield code[start:i], lineno, start + 1
+def _module_of_script(path: str) -> Optional[str]:
+    """`/root/verl/verl/trainer/main_ppo.py` -> `verl.trainer.main_ppo` (the last `verl/` package on the path)."""
+    parts = path.removesuffix(".py").split("/") if path.endswith(".py") else []
+    at = max((i for i, p in enumerate(parts[:-1]) if p == "verl"), default=None)
+    return ".".join(parts[at:]) if at is not None else None
 
 
-def _config_name(word: str) -> Optional[str]:
-    m = re.match(r"""^--config-name[= ]?['"]?([\w.-]+?)(?:\.yaml)?['"]?$""", word)
-    return m.group(1) if m else None
+def _flag_value(args: list[Word], names: tuple[str, ...]) -> Optional[str]:
+    """The value of the last `--name VALUE` / `--name=VALUE` among `args` (quotes removed)."""
+    found = None
+    for k, w in enumerate(args):
+        v = w.value if w.value is not None else w.text
+        for name in names:
+            if v == name and k + 1 < len(args):
+                nxt = args[k + 1]
+                found = nxt.value if nxt.value is not None else nxt.text.strip("'\"")
+            elif v.startswith(name + "="):
+                found = v[len(name) + 1:].strip("'\"")
+    return found
 
 
-class UnknownVerlKeyShell(TextRule):
+def _is_group_choice(word: Word, release: verl_keys.Release) -> bool:
+    m = _GROUP_CHOICE.match(word.value if word.value is not None else word.text)
+    return m is not None and (m.group("path") is not None or m.group("group") in release.groups)
+
+
+class UnknownVerlKeyShell(ShellRule):
     """Reports Hydra overrides passed to VERL's trainer that VERL's packaged config does not have.
 
     What it does:
-        In shell launchers, finds `python -m verl.trainer.main_ppo` (or `verl/trainer/main_ppo.py`)
-        commands, across `\\` continuations, and checks each `key.path=value` and `~key.path`
-        override against the keys of VERL 0.9.1's packaged trainer config (the one named by
-        `--config-name`, else any of `ppo_trainer` / `ppo_megatron_trainer`). `+key=` and `++key=`
-        add keys on purpose and are not checked; free-form dicts (`engine_kwargs.vllm.*`) are not
-        looked into; a `--config-name` VERL does not ship turns the check off for that command.
+        In shell launchers, finds the commands that run a VERL Hydra entry point
+        (`python -m verl.trainer.main_ppo`, `verl/trainer/main_ppo.py`, the SFT trainers,
+        `main_generation`, ...; also under `nohup`/`env`, after `ray job submit --`, inside
+        `bash -c '...'`, `ssh host "..."` and here-documents fed to a shell) with the shell lexer
+        the convert rules use, and checks each `key.path=value` and `~key.path` override, and the
+        items of a bash array expanded there (`"${ARGS[@]}"`), against the keys of the config that
+        entry point composes (`ppo_trainer`, `sft_trainer`, ...; the one `--config-name` names) in
+        the VERL release the project uses (`check --verl-version`, `verl_version` in
+        `[tool.npu-port]`, else the project's `verl` pin, else the newest release snapshotted).
+        `+key=` and `++key=` add keys on purpose and are not checked; free-form dicts
+        (`engine_kwargs.vllm.*`) are not looked into; a `--config-path` or a `--config-name` VERL
+        does not ship means the user's own config, and turns the check off for that command.
+        `echo` text, comments and here-documents that are only text are not commands.
 
     Why:
         Hydra refuses an override of a key the config lacks ("Could not override
         'trainer.n_npus_per_node'. Key 'n_npus_per_node' is not in struct") and the job dies at
-        start-up, after the cluster has been allocated.
+        start-up, after the cluster has been allocated. Keys come and go between VERL releases, so
+        the check uses the release the project pins.
 
     Example:
             python3 -m verl.trainer.main_ppo \\
@@ -79,41 +96,42 @@ class UnknownVerlKeyShell(TextRule):
                 actor_rollout_ref.rollout.gpu_memory_utilization=0.6
 
     Fix safety:
-        Report-only; the hint lists the closest real keys.
+        Report-only; the hint lists the closest real keys, or the VERL releases that do have the key.
     """
 
     ID = "unknown-verl-key-sh"
-    LANGUAGE = "shell"
     SAFETY = "report-only"
     GROUP = "check"
-    TRIGGERS = ("main_ppo",)
+    TRIGGERS = ("verl",)
 
-    def apply(self, text: str) -> str:
-        known_configs = set(config_names())
-        for parts in logical_lines(text):
-            ws = list(words(parts))
-            entry = next((i for i, (w, _, _) in enumerate(ws) if _ENTRY.search(w.strip("'\""))), None)
-            if entry is None:
-                continue
-            config = None
-            for w, _, _ in ws[entry + 1:]:
-                name = _config_name(w)
-                if name:
-                    config = name
-            if config is not None and config not in known_configs:
-                continue  # a config of the user's own: its keys are not known here
-            for word, line, col in ws[entry + 1:]:
-                if word in _COMMAND_END or word.endswith((";", "|")):
-                    break
-                m = _OVERRIDE.match(word.strip("'\""))
-                if m is None or m.group("op"):
-                    continue
-                key = m.group("key") or m.group("deleted")
-                missing = unknown_key(key, config)
-                if missing is None:
-                    continue
-                hint = f"did you mean {', '.join(f'`{s}`' for s in missing.suggestions)}?" \
-                    if missing.suggestions else "add it with `+key=value` if your own config defines it"
-                self.ctx.add(self.ID, line, col, f"VERL's config has no key `{missing.key}`", severity="error",
-                             hint=hint)
-        return text
+    def check(self, script: Script) -> None:
+        release = verl_keys.release(getattr(self.ctx.options, "verl_version", None))
+        arrays = {w.text.split("=", 1)[0]: w.array_items for cmd in script.commands for w in cmd.assignments
+                  if w.array_items}
+        for _cmd, module, args in trainer_launches(script):
+            config = _flag_value(args, _CONFIG_NAME)
+            if config is not None:
+                config = config.removesuffix(".yaml")
+            else:
+                config = release.entry_config(module)
+            if config is None or config not in release.configs or _flag_value(args, _CONFIG_PATH) is not None:
+                continue  # not a Hydra entry point VERL ships, or a config of the user's own
+            words = []
+            for word in args:
+                m = _ARRAY_EXPANSION.match(word.text)
+                words += arrays.get(m.group("name"), []) if m else [word]
+            # After a group choice the keys are those of the engine it selects: any of the family's configs.
+            configs = release.family(config) if any(_is_group_choice(w, release) for w in words) else [config]
+            for word in words:
+                self._check_word(word, release, configs)
+
+    def _check_word(self, word: Word, release: verl_keys.Release, configs: list[str]) -> None:
+        m = _OVERRIDE.match(word.value if word.value is not None else word.text)
+        if m is None or m.group("op"):
+            return
+        key = m.group("key") or m.group("deleted")
+        missing = release.unknown_in_any(key, configs)
+        if missing is None:
+            return
+        self.report(word.start, f"VERL {release.version}'s {missing.config} config has no key `{missing.key}`",
+                    severity="error", hint=verl_keys.hint(missing, release))

@@ -1,21 +1,32 @@
 """VERL config-key lookups: the one definition of VERL's config schema, shared by the `unknown-verl-key-*`
-checks and the conformance checker (tools/conformance.py). Facts: codemods/data/api/verl.json."""
+checks and the conformance checker (tools/conformance.py).
+
+Facts: one key snapshot per VERL release, codemods/data/api/releases/verl-<version>.json (written from the
+real wheels by `python -m tools.release_snapshots`): for every packaged Hydra config (`ppo_trainer`,
+`ppo_megatron_trainer`, `sft_trainer`, ...) its dotted keys with the type of their default, and which
+config each Hydra entry point composes (`verl.trainer.main_ppo` -> `ppo_trainer`). A project is checked
+against the release it uses (`release(version)`); without one, against the newest release snapshotted.
+"""
 
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 from functools import cache
 from typing import Optional
 
 from npu_port.transpiler.tables import api_facts
 from npu_port.transpiler.tables.framework_facts import INVENTED_NAMES
 
+RELEASES_DIR = api_facts.SNAPSHOT_DIR / "releases"
 TOP_SECTIONS_HINT = ("actor_rollout_ref", "trainer", "algorithm", "critic", "reward_model", "data")
 _OPEN_TYPES = ("null",)  # a key whose default is None may hold any structure
 # Dicts VERL forwards to another library as keyword arguments (`ray.init(**ray_init)`, a Ray
 # runtime_env, engine kwargs, a HF config override): their keys belong to that library, not to VERL.
 _PASS_THROUGH = ("ray_init", "runtime_env", "env_vars", "override_config", "kwargs")
+# Snapshots written before entry points were recorded: the one entry point every release has.
+_DEFAULT_ENTRIES = {"verl.trainer.main_ppo": "ppo_trainer"}
 
 
 def _is_pass_through(key: str) -> bool:
@@ -27,61 +38,152 @@ def _is_pass_through(key: str) -> bool:
 class UnknownKey:
     key: str  # the first unknown part, as a dotted path
     suggestions: tuple[str, ...]
+    config: str = ""  # the config it was looked up in
+    known_in: tuple[str, ...] = ()  # other snapshotted releases whose config has the key
+
+
+def version_key(version: str) -> tuple[int, ...]:
+    """`0.8.0.dev` -> (0, 8, 0): the numeric release part, for ordering (a dev or rc build of X.Y.Z is
+    checked as X.Y.Z, the release it becomes)."""
+    return tuple(int(p) for p in re.findall(r"\d+", version.split("+")[0].split("dev")[0].split("rc")[0])[:3])
+
+
+@dataclass(frozen=True)
+class Release:
+    """The packaged Hydra configs of one VERL release."""
+
+    version: str
+    configs: dict[str, dict[str, str]]  # config name -> dotted key -> type of its default
+    entries: dict[str, str]  # entry-point module -> the config name its @hydra.main composes
+    groups: frozenset[str] = field(default=frozenset())  # config group folders (`actor`, `model_engine`, ...)
+
+    def entry_config(self, module: str) -> Optional[str]:
+        return self.entries.get(module)
+
+    def family(self, config: str) -> list[str]:
+        """`config` and the packaged configs that differ from it only by the engine (`ppo_trainer`,
+        `ppo_megatron_trainer`, `ppo_torchtitan_trainer`, ...): what a config-group override may turn it into."""
+        stem = config.split("_")[0]
+        return sorted(c for c in self.configs if c.split("_")[0] == stem) or [config]
+
+    def children(self, config: str) -> dict[str, frozenset[str]]:
+        return _children(self.version, config)
+
+    def unknown_key(self, dotted: str, config: Optional[str] = None, *,
+                    invented_ok: bool = True) -> Optional[UnknownKey]:
+        """The first part of `dotted` that the config lacks, or None when it is known (or lies inside a
+        free-form dict such as `engine_kwargs.vllm`, or under a `null` default). Without a `config`,
+        a key any packaged config has is known. With `invented_ok`, a part that is an invented name
+        (`n_npus_per_node`) counts as known: the rules report it as unknown-framework-arg-*."""
+        return self.unknown_in_any(dotted, [config] if config else sorted(self.configs), invented_ok=invented_ok)
+
+    def unknown_in_any(self, dotted: str, configs: list[str], *, invented_ok: bool = True) -> Optional[UnknownKey]:
+        """As unknown_key, known when any of `configs` has it; the finding names the first config and the
+        other snapshotted releases that have the key."""
+        first = self._missing(dotted, configs, invented_ok)
+        if first is None:
+            return None
+        elsewhere = tuple(r.version for r in releases() if r.version != self.version
+                          and r._missing(dotted, configs, invented_ok) is None)
+        return UnknownKey(first.key, first.suggestions, first.config, elsewhere)
+
+    def _missing(self, dotted: str, configs: list[str], invented_ok: bool) -> Optional[UnknownKey]:
+        results = [self._unknown_in(dotted, c, invented_ok) for c in configs if c in self.configs]
+        if not results or any(r is None for r in results):
+            return None
+        return results[0]
+
+    def key_type(self, dotted: str, config: str) -> Optional[str]:
+        return self.configs.get(config, {}).get(dotted)
+
+    def _unknown_in(self, dotted: str, config: str, invented_ok: bool) -> Optional[UnknownKey]:
+        keys, children = self.configs[config], self.children(config)
+        parts = dotted.split(".")
+        for i in range(len(parts)):
+            prefix = ".".join(parts[: i + 1])
+            if prefix in keys:
+                kind = keys[prefix]
+                if kind in _OPEN_TYPES or (kind == "dict" and (prefix not in children or _is_pass_through(prefix))):
+                    return None  # free-form from here on
+                continue
+            parent = ".".join(parts[:i])
+            siblings = children.get(parent, frozenset())
+            if invented_ok and parts[i] in INVENTED_NAMES:
+                return None  # reported, with the real name, by unknown-framework-arg-*
+            close = difflib.get_close_matches(parts[i], sorted(siblings), n=3, cutoff=0.6)
+            return UnknownKey(prefix, tuple(f"{parent}.{c}" if parent else c for c in close), config)
+        return None
 
 
 @cache
-def _keys(config: str) -> dict[str, str]:
-    return api_facts.load("verl").config_keys(config)
-
-
-@cache
-def _children(config: str) -> dict[str, frozenset[str]]:
+def _children(version: str, config: str) -> dict[str, frozenset[str]]:
     out: dict[str, set[str]] = {}
-    for key in _keys(config):
+    for key in release(version).configs[config]:
         parent, _, child = key.rpartition(".")
         out.setdefault(parent, set()).add(child)
     return {k: frozenset(v) for k, v in out.items()}
 
 
-def config_names() -> list[str]:
-    return sorted(api_facts.load("verl").raw.get("config_keys", {}))
+def _from_snapshot(snap: api_facts.ApiSnapshot) -> Release:
+    raw = snap.raw
+    files = raw.get("config_files", [])
+    return Release(snap.version or "", dict(raw.get("config_keys", {})), dict(raw.get("entry_configs") or _DEFAULT_ENTRIES),
+                   frozenset(f.split("/", 1)[0] for f in files if "/" in f))
 
 
-def key_type(dotted: str, config: str) -> Optional[str]:
+@cache
+def releases() -> tuple[Release, ...]:
+    """Every VERL release with a key snapshot, oldest first (the main snapshot's release too)."""
+    found = {}
+    for path in sorted(RELEASES_DIR.glob("verl-*.json")):
+        snap = api_facts.load(path.stem, RELEASES_DIR)
+        found[snap.version] = _from_snapshot(snap)
+    main = api_facts.load("verl")
+    found.setdefault(main.version, _from_snapshot(main))
+    return tuple(sorted(found.values(), key=lambda r: version_key(r.version)))
+
+
+def release(version: Optional[str] = None) -> Release:
+    """The snapshot a project on VERL `version` is checked against: the same minor release (its newest
+    patch snapshotted), else the newest older one, else the oldest; None: the newest."""
+    known = releases()
+    if not version:
+        return known[-1]
+    wanted = version_key(version)
+    same_minor = [r for r in known if version_key(r.version)[:2] == wanted[:2]]
+    if same_minor:
+        return same_minor[-1]
+    older = [r for r in known if version_key(r.version) < wanted]
+    return older[-1] if older else known[0]
+
+
+def hint(missing: UnknownKey, checked: Release) -> str:
+    """What the user can do about a key `checked` lacks: the close real keys, or the releases that have it."""
+    parts = []
+    if missing.known_in:
+        parts.append(f"VERL {', '.join(missing.known_in)} {'has' if len(missing.known_in) == 1 else 'have'} it: "
+                     f"is the project's VERL version {checked.version}? (`check --verl-version`)")
+    if missing.suggestions:
+        parts.append(f"did you mean {', '.join(f'`{s}`' for s in missing.suggestions)}?")
+    return "; ".join(parts) or "add it with `+key=value` if your own config defines it"
+
+
+# -- the newest release, as the conformance checker and the docs ask -------------------------------------------
+
+def config_names(version: Optional[str] = None) -> list[str]:
+    return sorted(release(version).configs)
+
+
+def key_type(dotted: str, config: str, version: Optional[str] = None) -> Optional[str]:
     """The type of the default VERL's packaged `config` gives `dotted` ("int", "dict", "null", ...); None
     when the config has no such key (it may still lie in a free-form dict: see unknown_key)."""
-    return _keys(config).get(dotted)
+    return release(version).key_type(dotted, config)
 
 
-def unknown_key(dotted: str, config: Optional[str] = None, *, invented_ok: bool = True) -> Optional[UnknownKey]:
-    """The first part of `dotted` that VERL's packaged config lacks, or None when it is known (or lies
-    inside a free-form dict such as `engine_kwargs.vllm`, or under a `null` default). Without a
-    `config`, a key any packaged trainer config has is known. With `invented_ok`, a part that is an
-    invented name (`n_npus_per_node`) counts as known: the rules report it as unknown-framework-arg-*."""
-    configs = [config] if config else config_names()
-    results = [_unknown_in(dotted, c, invented_ok) for c in configs]
-    if any(r is None for r in results):
-        return None
-    return results[0]
-
-
-def _unknown_in(dotted: str, config: str, invented_ok: bool) -> Optional[UnknownKey]:
-    keys, children = _keys(config), _children(config)
-    parts = dotted.split(".")
-    for i in range(len(parts)):
-        prefix = ".".join(parts[: i + 1])
-        if prefix in keys:
-            kind = keys[prefix]
-            if kind in _OPEN_TYPES or (kind == "dict" and (prefix not in children or _is_pass_through(prefix))):
-                return None  # free-form from here on
-            continue
-        parent = ".".join(parts[:i])
-        siblings = children.get(parent, frozenset())
-        if invented_ok and parts[i] in INVENTED_NAMES:
-            return None  # reported, with the real name, by unknown-framework-arg-*
-        close = difflib.get_close_matches(parts[i], sorted(siblings), n=3, cutoff=0.6)
-        return UnknownKey(prefix, tuple(f"{parent}.{c}" if parent else c for c in close))
-    return None
+def unknown_key(dotted: str, config: Optional[str] = None, *, invented_ok: bool = True,
+                version: Optional[str] = None) -> Optional[UnknownKey]:
+    """Release.unknown_key in the release `version` is checked against (default: the newest)."""
+    return release(version).unknown_key(dotted, config, invented_ok=invented_ok)
 
 
 def looks_like_verl_config(top_keys: set, min_sections: int = 2) -> bool:

@@ -616,6 +616,12 @@ def _code_word(cmd: Command) -> Optional[Word]:
     return None
 
 
+def nested_code_word(cmd: Command) -> Optional[Word]:
+    """The word of `cmd` that another shell runs as code (`bash -c 'code'`, `ssh host "code"`), if any:
+    the lexer lists its commands as commands of their own (context "bash-c")."""
+    return _code_word(cmd)
+
+
 def _unescape_dquoted(text: str, start: int, end: int) -> tuple[Optional[str], list[int]]:
     """The text of a "..." string as the inner shell sees it, and where each character came from.
 
