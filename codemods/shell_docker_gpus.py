@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from npu_port.transpiler.tables.mapping import load_table
+from npu_port.codemods._containers import devices_hint
 from npu_port.transpiler.text.shell import Script, ShellRule, option_values
 
 _ENGINES = ("docker", "podman", "nerdctl")
@@ -13,7 +13,8 @@ class ShellDockerGpus(ShellRule):
 
     What it does:
         For `docker run` / `docker create` (and podman, nerdctl), each `--gpus all`, `--gpus=...` and
-        `--runtime nvidia` is reported with a hint listing the Ascend `--device /dev/davinci*` options.
+        `--runtime nvidia` is reported with a hint listing the Ascend `--device` options and the
+        driver mounts (codemods/data/<target>/containers.yaml, the table the compose rules use).
         Nothing is rewritten.
 
     Why:
@@ -34,7 +35,7 @@ class ShellDockerGpus(ShellRule):
     TRIGGERS = ("--gpus", "nvidia")
 
     def check(self, script: Script) -> None:
-        hint = load_table(self.ctx.target, "shell")["docker_devices_hint"]
+        hint = devices_hint(self.ctx.target, "docker")
         for cmd in script.commands:
             args = cmd.args()
             if cmd.program() not in _ENGINES or not args or args[0].value not in ("run", "create"):
