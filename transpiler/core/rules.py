@@ -119,6 +119,7 @@ class RunOptions:
     runtime_env_profile: Optional[str] = None
     rules_files: tuple[str, ...] = ()  # the user's custom mapping rows (--rules, `rules = [...]`)
     forbid: tuple[str, ...] = ()  # the packages forbidden-import reports (--forbid, `forbid = [...]`)
+    verl_version: Optional[str] = None  # the VERL release a project's config keys are checked against (check)
 
 
 class FileContext:

@@ -8,7 +8,7 @@ from npu_port.transpiler.core.files import DEFAULT_MAX_BYTES
 from npu_port.transpiler.core.rules import RunOptions
 
 # The run options that travel by name in Settings.options_extra (RunOptions' fields of the same names).
-RULE_OPTIONS = ("forbid", "rules_files")
+RULE_OPTIONS = ("forbid", "rules_files", "verl_version")
 
 
 @dataclass(frozen=True)
@@ -30,4 +30,5 @@ class Settings:
         if unknown:
             raise ValueError(f"unknown rule option(s) {', '.join(unknown)} (known: {', '.join(RULE_OPTIONS)})")
         return RunOptions(target=self.target, runtime_env_profile=self.runtime_env_profile,
-                          rules_files=tuple(extra.get("rules_files", ())), forbid=tuple(extra.get("forbid", ())))
+                          rules_files=tuple(extra.get("rules_files", ())), forbid=tuple(extra.get("forbid", ())),
+                          verl_version=next(iter(extra.get("verl_version", ())), None))
