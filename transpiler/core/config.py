@@ -77,6 +77,7 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("exclude", _str_list, [], "globs of files and folders to skip"),
     Key("rules", _str_list, [], "custom mapping tables (YAML, the built-in tables' schema)", is_path=True),
     Key("strict", _bool, False, "warnings count as errors (check)"),
+    Key("verl-version", _string, None, "VERL release to check config keys against (check; default: the project's pin)"),
 )}
 
 
