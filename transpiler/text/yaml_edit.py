@@ -8,7 +8,7 @@ byte (comments, key order, quoting, blank lines) stays as it was.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, Optional
 
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
@@ -16,6 +16,7 @@ from ruamel.yaml.error import YAMLError
 
 from npu_port.transpiler.core.files import yaml_alias_bomb, yaml_too_deep
 from npu_port.transpiler.core.python_source import SourceError
+from npu_port.transpiler.text.go_template import is_go_template, mask
 from npu_port.transpiler.text.text_edits import Edit, ParsedTexts, SpanEditRule
 
 
@@ -31,15 +32,19 @@ class YamlDocument:
             raise SourceError(bomb)
         if yaml_too_deep(text):
             raise SourceError("YAML nested too deeply to convert (more than 1000 levels)")
-        yaml = YAML(typ="rt")
-        yaml.allow_duplicate_keys = True
         try:
-            self.documents: list[Any] = list(yaml.load_all(text))
+            self.documents: list[Any] = _load_all(text)
         except YAMLError as exc:
-            mark = getattr(exc, "problem_mark", None)
-            where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
-            problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
-            raise SourceError(f"YAML error{where}: {problem}") from None
+            # A Helm template parses once its `{{ ... }}` actions are masked (same offsets: the rules'
+            # spans are the template's); the error is the template's own when even that fails.
+            masked = mask(text) if is_go_template(text) else None
+            documents = _load_or_none(masked) if masked is not None else None
+            if masked is None or documents is None:
+                mark = getattr(exc, "problem_mark", None)
+                where = f" at line {mark.line + 1}, column {mark.column + 1}" if mark else ""
+                problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+                raise SourceError(f"YAML error{where}: {problem}") from None
+            self.documents, self.text = documents, masked
         self.line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
 
     def offset(self, line: int, col: int) -> int:
@@ -58,6 +63,19 @@ class YamlDocument:
         """Every mapping with the path of keys that leads to it (sequence items add no key)."""
         for doc in self.documents:
             yield from _walk(doc, ())
+
+
+def _load_all(text: str) -> list[Any]:
+    yaml = YAML(typ="rt")
+    yaml.allow_duplicate_keys = True
+    return list(yaml.load_all(text))
+
+
+def _load_or_none(text: str) -> Optional[list[Any]]:
+    try:
+        return _load_all(text)
+    except YAMLError:
+        return None
 
 
 def _walk(node: Any, path: tuple[str, ...]) -> Iterator[tuple[tuple[str, ...], CommentedMap]]:
