@@ -43,7 +43,8 @@ def test_snapshot_records_provenance(package):
 def test_snapshot_stays_compact():
     total = sum(p.stat().st_size for p in api_facts.SNAPSHOT_DIR.glob("*.json"))
     assert total < 1_000_000
-    assert api_facts.available() == sorted(EXPECTED_VERSIONS)
+    # torch_device_api.json is not one package's snapshot: the torch releases per minor (tools/torch_device_api_snapshot.py).
+    assert [p for p in api_facts.available() if p != "torch_device_api"] == sorted(EXPECTED_VERSIONS)
 
 
 def test_vllm_llm_constructor_has_no_device_and_no_npu_memory_utilization():
