@@ -29,7 +29,7 @@ from typing import Any, Optional
 from npu_port.transpiler import __version__
 from npu_port.transpiler.core.files import atomic_write, is_within
 from npu_port.transpiler.core.report import FINDING_KINDS, SEVERITIES, STATUSES, FileOutcome, Finding, OutcomeLanguage
-from npu_port.transpiler.core.rules import Rule
+from npu_port.transpiler.core.rule_catalog import RuleLike, as_spec
 from npu_port.transpiler.core.settings import Settings
 
 CACHE_DIR_NAME = ".npu-port-cache"
@@ -85,11 +85,14 @@ def _named_files(value: Any) -> list[Path]:
     return []
 
 
-def fingerprint(settings: Settings, rules: Sequence[type[Rule]]) -> str:
-    """Everything besides the file itself that decides a result."""
+def fingerprint(settings: Settings, rules: Sequence[RuleLike]) -> str:
+    """Everything besides the file itself that decides a result. The same whether a rule is imported
+    yet or not: the package's rules are covered by its code digest, so only the modules of rules
+    defined outside it (tests, plugins), which are imported, are read."""
+    specs = [as_spec(r) for r in rules]
     modules = []
-    for rule in rules:  # rules defined outside the two packages (tests, plugins)
-        module = sys.modules.get(rule.__module__)
+    for spec in specs:
+        module = sys.modules.get(spec.module) if not spec.module.startswith("npu_port.") else None
         if module is not None and getattr(module, "__file__", None):
             modules.append(Path(module.__file__))
     fields = {k: v for k, v in dataclasses.asdict(settings).items() if k not in _IRRELEVANT_SETTINGS}
@@ -97,7 +100,7 @@ def fingerprint(settings: Settings, rules: Sequence[type[Rule]]) -> str:
         "format": _FORMAT,
         "version": __version__,
         "python": sys.version_info[:2],
-        "rules": [f"{r.__module__}.{r.__qualname__}:{r.ID}" for r in rules],
+        "rules": [f"{r.module}.{r.qualname}:{r.ID}" for r in specs],
         "settings": fields,
         "code": _package_digest(),
         "rule_modules": _digest_files(modules),

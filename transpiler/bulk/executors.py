@@ -32,14 +32,14 @@ from npu_port.transpiler.bulk.worker import (
     wall_timeout_message,
 )
 from npu_port.transpiler.core.report import FileOutcome
-from npu_port.transpiler.core.rules import Rule
+from npu_port.transpiler.core.rule_catalog import RuleLike
 from npu_port.transpiler.core.settings import Settings
 
 DEFAULT_TIMEOUT = 120.0
 
-# What a worker needs to convert the files of one group: its settings and its rules (None: the
-# settings' selection).
-Job = tuple[Settings, Optional[Sequence[type[Rule]]]]
+# What a worker needs to convert the files of one group: its settings and its rules, as specs (a rule
+# module is imported where a file needs it) or classes (None: the settings' selection).
+Job = tuple[Settings, Optional[Sequence[RuleLike]]]
 
 
 class Executor(Protocol):

@@ -43,7 +43,7 @@ from npu_port.transpiler.core.files import (
     walk,
 )
 from npu_port.transpiler.core.report import FileOutcome, OutcomeLanguage, Status
-from npu_port.transpiler.core.rules import Rule
+from npu_port.transpiler.core.rule_catalog import RuleLike
 from npu_port.transpiler.core.settings import Settings
 from npu_port.transpiler.output.progress import Reporter
 
@@ -105,7 +105,7 @@ class _Group:
 
 
 def run(files: Sequence[SourceFile], settings: Settings, on_result: OnResult,
-        rules: Optional[Sequence[type[Rule]]] = None, config: Optional[RunConfig] = None,
+        rules: Optional[Sequence[RuleLike]] = None, config: Optional[RunConfig] = None,
         settings_for: Optional[Callable[[SourceFile], Settings]] = None) -> RunResult:
     """Convert `files`, handing each result to `on_result(src, converted, original)` (in input order if
     `config.ordered`); `original` is the input's bytes when the file has changes or findings, else
@@ -127,13 +127,13 @@ def run(files: Sequence[SourceFile], settings: Settings, on_result: OnResult,
         gid = index_of.get(s)
         if gid is None:
             engine = Engine(s, rules if s == settings else None)
-            fp = fingerprint(s, engine.rules) if config.cache is not None else None
+            fp = fingerprint(s, engine.specs) if config.cache is not None else None
             gid = index_of[s] = len(groups)
             groups.append(_Group(s, engine, fp))
         return gid
 
     group_ids = [group_of(src) for src in files]
-    jobs: list[Job] = [(g.settings, g.engine.rules) for g in groups]
+    jobs: list[Job] = [(g.settings, g.engine.specs) for g in groups]
 
     def finish(index: int, converted: Converted, original: Optional[bytes]) -> None:
         delivery.put(index, converted, original)

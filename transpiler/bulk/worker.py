@@ -18,7 +18,7 @@ from typing import Optional
 from npu_port.transpiler.core.engine import Engine
 from npu_port.transpiler.core.files import ReadError, parse_refusal, python2_hint, read_source
 from npu_port.transpiler.core.report import FileOutcome, Language
-from npu_port.transpiler.core.rules import Rule
+from npu_port.transpiler.core.rule_catalog import RuleLike
 from npu_port.transpiler.core.settings import Settings
 
 
@@ -120,7 +120,7 @@ def wall_timeout_message(seconds: float) -> str:
 _ENGINES: dict[tuple, Engine] = {}
 
 
-def engine_for(settings: Settings, rules: Optional[Sequence[type[Rule]]]) -> Engine:
+def engine_for(settings: Settings, rules: Optional[Sequence[RuleLike]]) -> Engine:
     """One engine per worker process and job; rules get fresh instances for every file anyway."""
     key = (settings, tuple(rules) if rules is not None else None)
     engine = _ENGINES.get(key)
@@ -131,7 +131,7 @@ def engine_for(settings: Settings, rules: Optional[Sequence[type[Rule]]]) -> Eng
     return engine
 
 
-def convert_task(task: Task, settings: Settings, rules: Optional[Sequence[type[Rule]]] = None) -> Result:
+def convert_task(task: Task, settings: Settings, rules: Optional[Sequence[RuleLike]] = None) -> Result:
     """Input that could crash LibCST's parser is refused first: in this process (stdin, inline runs)
     a crash would end the run without a word, and in a worker it would cost a minute or a timeout."""
     def failed(error: str, digest: Optional[str] = None) -> Result:
@@ -165,7 +165,7 @@ def convert_task(task: Task, settings: Settings, rules: Optional[Sequence[type[R
 
 
 def convert_within(task: Task, timeout: float, settings: Settings,
-                   rules: Optional[Sequence[type[Rule]]] = None) -> Result:
+                   rules: Optional[Sequence[RuleLike]] = None) -> Result:
     """convert_task bounded by `time_limit(timeout)`: a file over it is that file's failure (not
     cached, so a later run tries again)."""
     try:

@@ -1,17 +1,23 @@
-"""The per-file pipeline: prefilter, parse once, run the selected rules, emit. Knows no rule by name."""
+"""The per-file pipeline: prefilter, parse once, run the selected rules, emit. Knows no rule by name.
+
+The engine holds its rules as specs (core/rule_catalog.RuleSpec): the prefilter's first stage reads
+only their triggers, and a rule module is imported when a file's triggers call for the rule (its
+scout, then its pass), so a run imports the rules its files need and no others.
+"""
 
 from __future__ import annotations
 
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Optional
+from typing import Any, Optional
 
 from npu_port.transpiler.analysis.source_facts import scan
 from npu_port.transpiler.core.files import ReadError, language_of, source_text
 from npu_port.transpiler.core.python_source import SourceError, convert_python
-from npu_port.transpiler.core.registry import select_rules
+from npu_port.transpiler.core.registry import select_specs
 from npu_port.transpiler.core.report import FileOutcome, Language, Status
+from npu_port.transpiler.core.rule_catalog import RuleLike, RuleSpec, as_spec
 from npu_port.transpiler.core.rules import FileContext, Rule, RunOptions
 from npu_port.transpiler.core.settings import Settings
 
@@ -47,13 +53,13 @@ class Triggers:
     `in` (a fast substring search), a pattern with its regex. Much faster than one alternation, which
     the regex engine tries at every position."""
 
-    def __init__(self, rules: Sequence[type[Rule]], extra: Sequence[str] = ()):
+    def __init__(self, rules: Sequence[Any], extra: Sequence[str] = ()):
         checks: dict[object, int] = {}
 
         def index(trigger) -> int:
             return checks.setdefault(trigger, len(checks))
 
-        self._of_rule: dict[type[Rule], Optional[tuple[int, ...]]] = {}
+        self._of_rule: dict[Any, Optional[tuple[int, ...]]] = {}  # rule classes or their specs
         for rule in rules:
             own = [index(t.encode("utf-8")) for t in rule.TRIGGERS]
             own += [index(re.compile(p.encode("utf-8"))) for p in rule.TRIGGER_PATTERNS]
@@ -61,7 +67,7 @@ class Triggers:
         self._extra = tuple(index(t.encode("utf-8")) for t in extra)
         self._checks = list(checks)
 
-    def search(self, data: bytes) -> tuple[list[type[Rule]], bool]:
+    def search(self, data: bytes) -> tuple[list[Any], bool]:
         """(the rules whose own triggers occur in `data`, whether an `extra` literal does)."""
         found = [c in data if isinstance(c, bytes) else c.search(data) is not None for c in self._checks]
         hit = [r for r, own in self._of_rule.items() if own is None or any(found[i] for i in own)]
@@ -80,53 +86,64 @@ def _user_table_names(options: RunOptions) -> tuple[str, ...]:
 
 
 class Engine:
-    def __init__(self, settings: Settings, rules: Optional[Sequence[type[Rule]]] = None,
+    def __init__(self, settings: Settings, rules: Optional[Sequence[RuleLike]] = None,
                  prefilter: bool = True):
+        """`rules`: rule classes or their specs (default: the settings' selection, none imported yet)."""
         self.settings = settings
         self.options = settings.run_options()
-        self.rules = list(rules) if rules is not None else select_rules(settings.select, settings.ignore,
-                                                                         settings.extras)
+        self.specs: list[RuleSpec] = [as_spec(r) for r in rules] if rules is not None else \
+            select_specs(settings.select, settings.ignore, settings.extras)
         self.prefilter = prefilter
-        self.by_language: dict[Language, list[type[Rule]]] = {}
-        for rule in self.rules:
-            self.by_language.setdefault(rule.LANGUAGE, []).append(rule)
+        self.by_language: dict[Language, list[RuleSpec]] = {}
+        for spec in self.specs:
+            self.by_language.setdefault(spec.LANGUAGE, []).append(spec)  # type: ignore[arg-type]
         self._user_names = _user_table_names(self.options)
-        self._triggers = {lang: Triggers(rules, self._user_names) for lang, rules in self.by_language.items()}
+        self._triggers = {lang: Triggers(specs, self._user_names) for lang, specs in self.by_language.items()}
+
+    @property
+    def rules(self) -> list[type[Rule]]:
+        """The selected rule classes, every one imported."""
+        return [spec.load() for spec in self.specs]
 
     def needs_parse(self, data: bytes, language: Language) -> list[type[Rule]]:
         """The prefilter, in two stages. First the triggers: all rules of the language if any of their
         triggers occurs in the file's bytes (triggers are ASCII, so this holds for any ASCII-compatible
         encoding), else none. Then, for Python, the scouts: the rules that could act on the file's code
         words and string literals (a trigger in a comment or a log message is not enough), plus the
-        rules that follow other rules' changes; none if no rule could act."""
-        rules = self.by_language.get(language)
-        if not rules:
+        rules that follow other rules' changes; none if no rule could act. Only the rules returned and
+        those whose scouts were asked get imported."""
+        specs = self.by_language.get(language)
+        if not specs:
             return []
         if not self.prefilter:
-            return rules
-        hit, user_name = self.triggered(data, language)
+            return [s.load() for s in specs]
+        hit, user_name = self._triggered_specs(data, language)
         if not hit and not user_name:
             return []
         if language != "python" or self._user_names:
-            return rules  # user tables may name anything: their rules have no scouts of their own
+            return [s.load() for s in specs]  # user tables may name anything: their rules have no scouts of their own
         # A rule whose own triggers are absent does nothing (tests/test_property_prefilter.py), whichever
         # other rule's trigger let the file through.
         facts = scan(data)
-        wanted = [r for r in hit if r.scout(facts, self.options)]
+        wanted = {s for s in hit if s.load().scout(facts, self.options)}
         if not wanted:
             return []
-        return [r for r in rules if r in wanted or r.FOLLOWS_CHANGES]
+        return [s.load() for s in specs if s in wanted or s.FOLLOWS_CHANGES]
+
+    def _triggered_specs(self, data: bytes, language: Language) -> tuple[list[RuleSpec], bool]:
+        triggers = self._triggers.get(language)
+        return triggers.search(data) if triggers is not None else ([], False)
 
     def triggered(self, data: bytes, language: Language) -> tuple[list[type[Rule]], bool]:
         """The prefilter's first stage: (the rules whose own triggers occur in `data`, whether a name
         from the user's `--rules` tables does)."""
-        triggers = self._triggers.get(language)
-        return triggers.search(data) if triggers is not None else ([], False)
+        hit, user_name = self._triggered_specs(data, language)
+        return [s.load() for s in hit], user_name
 
     def rules_named(self, ids: Sequence[str]) -> list[type[Rule]]:
         """The selected rules with these ids, in selection order (a worker told what the driver chose)."""
         wanted = set(ids)
-        return [r for r in self.rules if r.ID in wanted]
+        return [s.load() for s in self.specs if s.ID in wanted]
 
     def convert(self, data: bytes, path: str, language: Optional[Language] = None,
                 rules: Optional[Sequence[type[Rule]]] = None) -> Converted:

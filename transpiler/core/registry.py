@@ -1,13 +1,21 @@
-"""Finds every rule in the `npu_port.codemods` package and resolves --select/--ignore/--extras to a rule list."""
+"""Finds every rule in the `npu_port.codemods` package and resolves --select/--ignore/--extras to a rule list.
+
+Two views of the same rules: `all_rules()` imports every rule module (the classes, their definitions
+checked); `rule_specs()` is their metadata from the checked-in index (core/rule_catalog.py), so that a
+run imports only the rules a file's triggers call for. The specs come from `all_rules()`'s classes
+instead where the index is stale, once they are imported anyway, and where `all_rules` has been
+replaced (tests add their rules to it or replace it).
+"""
 
 from __future__ import annotations
 
 import importlib
 import pkgutil
-from collections.abc import Iterable
-from functools import cache
+from collections.abc import Iterable, Mapping
+from functools import cache, lru_cache
 
 from npu_port import codemods
+from npu_port.transpiler.core.rule_catalog import RuleSpec, indexed
 from npu_port.transpiler.core.rules import GROUPS, RULE_LANGUAGES, SAFETY_LEVELS, Rule
 
 
@@ -47,7 +55,26 @@ def all_rules() -> dict[str, type[Rule]]:
     return dict(sorted(found.items()))
 
 
-def _expand(names: Iterable[str], rules: dict[str, type[Rule]]) -> set[str]:
+_IMPORT_ALL = all_rules
+
+
+def rule_specs() -> dict[str, RuleSpec]:
+    """Every rule's metadata by id, sorted, as `all_rules()` would list them, importing none where the
+    index is current. Once the rules are imported (or `all_rules` is replaced), the classes are what
+    counts: tests add their rules to that dict, or replace the function."""
+    if all_rules is _IMPORT_ALL and not _IMPORT_ALL.cache_info().currsize:
+        found = indexed()
+        if found is not None:
+            return found
+    return _specs_of(tuple(all_rules().items()))
+
+
+@lru_cache(maxsize=8)
+def _specs_of(rules: tuple[tuple[str, type[Rule]], ...]) -> dict[str, RuleSpec]:
+    return {rule_id: RuleSpec.of(rule) for rule_id, rule in rules}
+
+
+def _expand(names: Iterable[str], rules: Mapping[str, RuleSpec]) -> set[str]:
     out: set[str] = set()
     groups = {r.GROUP for r in rules.values()} | {r.LANGUAGE for r in rules.values()}
     for name in names:
@@ -68,9 +95,10 @@ def _expand(names: Iterable[str], rules: dict[str, type[Rule]]) -> set[str]:
     return out
 
 
-def select_rules(select: Iterable[str] = (), ignore: Iterable[str] = (), extras: bool = False) -> list[type[Rule]]:
-    """Default rules, plus extras when asked; --select replaces the default set, --ignore removes."""
-    rules = all_rules()
+def select_specs(select: Iterable[str] = (), ignore: Iterable[str] = (), extras: bool = False) -> list[RuleSpec]:
+    """Default rules, plus extras when asked; --select replaces the default set, --ignore removes. Raises
+    UnknownRuleError for a name that is no rule, group or id prefix. Imports no rule."""
+    rules = rule_specs()
     select = list(select)
     if select:
         chosen = _expand(select, rules)
@@ -80,3 +108,8 @@ def select_rules(select: Iterable[str] = (), ignore: Iterable[str] = (), extras:
         chosen |= {i for i, r in rules.items() if r.GROUP == "extras"}
     chosen -= _expand(ignore, rules)
     return [rules[i] for i in sorted(chosen)]
+
+
+def select_rules(select: Iterable[str] = (), ignore: Iterable[str] = (), extras: bool = False) -> list[type[Rule]]:
+    """The classes of `select_specs(...)`, imported."""
+    return [spec.load() for spec in select_specs(select, ignore, extras)]

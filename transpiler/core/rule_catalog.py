@@ -1,27 +1,40 @@
-"""What `npu-port rules` and `explain` show, read from the rule modules' source without importing them.
+"""Rule metadata without importing the rules: what `rules`, `explain` and the prefilter read.
 
-Importing the rules imports LibCST (about 0.3 s of CPU, most of the commands' cost) only to read an
-id, three words and a docstring. This module reads them with CPython's `ast` instead: each rule
-module of `npu_port.codemods` is parsed, its classes' literal class attributes (ID, LANGUAGE, GROUP,
-SAFETY) are merged along their bases (within this package, through its `from ... import` lines) and
-the docstring is the class's own, as `Rule.description` reads it. Nothing is executed.
+Importing the rules imports LibCST and every rule's tables (about 0.3 s of CPU, most of a small
+run's cost) only to read an id, a few words, the triggers and a docstring. Two sources answer here
+instead, nothing of the rules executed:
 
-A rule whose attributes are not literals, or whose bases cannot be followed, makes `catalog()`
-return None: the callers then ask the registry, which imports the rules (correct, only slower).
-`tests/test_rule_catalog.py` holds the catalog equal to the registry, rule by rule.
+- the index, `core/rule_index.py`: every rule's id, module, class, LANGUAGE, GROUP, SAFETY, TRIGGERS,
+  TRIGGER_PATTERNS, FOLLOWS_CHANGES and docstring, generated from the imported classes by
+  `python -m tools.docgen` and checked in. It carries a digest of the sources the metadata is
+  computed from (the rule package's code and tables, the rule framework, the text engines and the
+  tables' loaders); where the files on disk digest otherwise (a rule edited, the index not
+  regenerated), `indexed()` returns None and the registry imports the rules, as it always did:
+  correct, only slower. `tests/test_docs_current.py` holds the checked-in index current, `tests/test_rule_index.py` what it holds.
+- the rule modules' source, read with `ast` (`catalog()`'s fallback for `rules` and `explain`): each
+  rule module of `npu_port.codemods` is parsed, its classes' literal class attributes (ID, LANGUAGE,
+  GROUP, SAFETY) are merged along their bases (within this package, through its `from ... import`
+  lines) and the docstring is the class's own, as `Rule.description` reads it. A rule whose
+  attributes are not literals, or whose bases cannot be followed, makes it return None: the callers
+  then ask the registry, which imports the rules.
 """
 
 from __future__ import annotations
 
 import ast
+import hashlib
+import importlib
 import inspect
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from functools import cache
-from typing import Optional
+from typing import TYPE_CHECKING, Any, Optional, Union
 
 import npu_port
 from npu_port import codemods
+
+if TYPE_CHECKING:
+    from npu_port.transpiler.core.rules import Rule
 
 _ATTRIBUTES = ("ID", "LANGUAGE", "GROUP", "SAFETY")
 _RULE_BASE = ("npu_port.transpiler.core.rules", "Rule")
@@ -42,6 +55,124 @@ class RuleInfo:
 
     def summary(self) -> str:
         return self.description().split("\n", 1)[0]
+
+
+@dataclass(frozen=True)
+class RuleSpec:
+    """A rule as the prefilter and the listings see it, before (or without) importing it: its metadata
+    and where its class lives. `load()` imports the class, once."""
+
+    ID: str
+    LANGUAGE: str
+    GROUP: str
+    SAFETY: str
+    TRIGGERS: tuple[str, ...]
+    TRIGGER_PATTERNS: tuple[str, ...]
+    FOLLOWS_CHANGES: bool
+    module: str
+    qualname: str
+    doc: str
+    loaded: Any = field(default=None, compare=False, repr=False)  # the class, once imported
+
+    @classmethod
+    def of(cls, rule: Any) -> RuleSpec:
+        """The spec of an imported rule class (a test's, a plugin's, or the registry's own)."""
+        return cls(rule.ID, rule.LANGUAGE, rule.GROUP, rule.SAFETY, tuple(rule.TRIGGERS),
+                   tuple(rule.TRIGGER_PATTERNS), bool(rule.FOLLOWS_CHANGES), rule.__module__, rule.__qualname__,
+                   rule.__doc__ or "", rule)
+
+    def load(self) -> Any:
+        """The rule class (`type[Rule]`), imported on first use."""
+        if self.loaded is None:
+            found: Any = importlib.import_module(self.module)
+            for part in self.qualname.split("."):
+                found = getattr(found, part)
+            if getattr(found, "ID", None) != self.ID:
+                raise RuntimeError(f"rule index: {self.module}.{self.qualname} is not rule {self.ID}: "
+                                   "run `python -m tools.docgen`")
+            object.__setattr__(self, "loaded", found)  # a cache, not part of the value
+        return self.loaded
+
+    def description(self) -> str:
+        return inspect.cleandoc(self.doc)
+
+    def summary(self) -> str:
+        return self.description().split("\n", 1)[0]
+
+
+RuleLike = Union[RuleSpec, "type[Rule]"]  # a rule class, or its spec before it is imported
+
+
+def as_spec(rule: RuleLike) -> RuleSpec:
+    return rule if isinstance(rule, RuleSpec) else RuleSpec.of(rule)
+
+
+# What rule metadata is computed from: the rules' modules and tables (TRIGGERS = env_triggers()), the
+# framework's defaults and bases (Rule.TRIGGER_PATTERNS, ShellRule.LANGUAGE, CUDA_WORD) and the tables'
+# loaders. Paths are relative to the npu_port package, the same in a checkout and in the wheel.
+_DIGESTED = (("codemods", (".py", ".yaml", ".yml")), ("transpiler/core/rules.py", ()),
+             ("transpiler/text", (".py",)), ("transpiler/tables", (".py",)))
+
+
+def source_digest() -> str:
+    """A digest of the files the rules' metadata comes from (about 4 ms: 0.4 MB read)."""
+    from npu_port import transpiler
+
+    roots = {"codemods": codemods.__path__[0], "transpiler": transpiler.__path__[0]}
+    h = hashlib.blake2b(digest_size=16)
+    for rel, suffixes in _DIGESTED:
+        top, _, rest = rel.partition("/")
+        path = os.path.join(roots[top], *rest.split("/")) if rest else roots[top]
+        files = [path] if not suffixes else sorted(
+            os.path.join(folder, f) for folder, dirs, names in os.walk(path)
+            if "__pycache__" not in folder for f in names if f.endswith(suffixes))
+        for file in files:
+            with open(file, "rb") as fh:
+                data = fh.read()
+            h.update(os.path.relpath(file, roots[top]).replace(os.sep, "/").encode() + b"\0")
+            h.update(len(data).to_bytes(8, "little") + data)
+    return h.hexdigest()
+
+
+@cache
+def indexed() -> Optional[dict[str, RuleSpec]]:
+    """Every rule by id, sorted, from the checked-in index; None where the sources digest otherwise than
+    when it was generated (or it is missing): then only importing the rules tells."""
+    try:
+        from npu_port.transpiler.core import rule_index
+    except ImportError:
+        return None
+    try:
+        if rule_index.DIGEST != source_digest():
+            return None
+    except OSError:
+        return None
+    rows: Any = rule_index.RULES  # generated literals, checked by tests/test_rule_index.py
+    return {row["ID"]: RuleSpec(**row) for row in rows}
+
+
+def index_source(rules: dict) -> str:
+    """The text of `core/rule_index.py` for these imported rule classes (tools/docgen.py writes it)."""
+    rows = []
+    for spec in (RuleSpec.of(rule) for rule in rules.values()):
+        rows.append("    {" + ", ".join(f"{name!r}: {getattr(spec, name)!r}" for name in _INDEXED) + "},")
+    return "\n".join([
+        '"""Generated by `python -m tools.docgen` from the rule classes: do not edit."""',
+        "",
+        "# What the registry and the prefilter know of each rule without importing it (core/rule_catalog.py);",
+        "# DIGEST is rule_catalog.source_digest() of the sources it was generated from.",
+        "",
+        f"DIGEST = {source_digest()!r}",
+        "",
+        "RULES = (",
+        *rows,
+        ")",
+        "",
+    ])
+
+
+_INDEXED = ("ID", "LANGUAGE", "GROUP", "SAFETY", "TRIGGERS", "TRIGGER_PATTERNS", "FOLLOWS_CHANGES", "module",
+            "qualname", "doc")
 
 
 class _Unreadable(Exception):
@@ -145,8 +276,12 @@ def _resolve(module: str, name: str, seen: frozenset = frozenset()) -> Optional[
 
 
 @cache
-def catalog() -> Optional[dict[str, RuleInfo]]:
-    """Every rule by id, sorted, as the registry would list them; None where the source does not tell."""
+def catalog() -> Optional[dict[str, Any]]:
+    """Every rule by id, sorted, as the registry would list them (a RuleSpec from the index, else a
+    RuleInfo read from the source); None where neither tells."""
+    found = indexed()
+    if found is not None:
+        return found
     try:
         return _read_all()
     except (_Unreadable, OSError, SyntaxError, UnicodeDecodeError):
