@@ -1,4 +1,5 @@
-"""Generates docs/rules.md, docs/support-matrix.md and docs/config-schemas.md from the code's own data.
+"""Generates docs/rules.md, docs/support-matrix.md and docs/config-schemas.md from the code's own data
+(and transpiler/core/rule_index.py, the rules' metadata read without importing them).
 
 rules.md comes from the rules' docstrings, support-matrix.md from the mapping tables, config-schemas.md
 from the API snapshot (codemods/data/api/verl.json, mindspeed_rl.json) and the skeleton schemas.
@@ -22,6 +23,7 @@ from typing import Any
 import yaml
 
 from npu_port.transpiler.core.registry import all_rules
+from npu_port.transpiler.core.rule_catalog import index_source
 from npu_port.transpiler.generate.render import KIND_FOLDERS, render_partial
 from npu_port.transpiler.generate.render import schemas as skeleton_schemas
 from npu_port.transpiler.generate.schema import Option
@@ -274,7 +276,9 @@ def config_schemas_doc() -> str:
 
 def generated_docs() -> dict[Path, str]:
     return {DOCS / "rules.md": rules_doc(), DOCS / "support-matrix.md": support_matrix_doc(),
-            DOCS / "config-schemas.md": config_schemas_doc()}
+            DOCS / "config-schemas.md": config_schemas_doc(),
+            # not a doc: the rules' metadata the registry reads without importing them
+            ROOT / "transpiler" / "core" / "rule_index.py": index_source(all_rules())}
 
 
 def stale(docs: dict[Path, str]) -> list[Path]:
