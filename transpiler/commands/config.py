@@ -13,7 +13,7 @@ from rich.table import Table
 
 from npu_port.transpiler.commands._options import rule_options, split_csv
 from npu_port.transpiler.core.config import KEYS, ConfigError, ProjectConfig, load_config
-from npu_port.transpiler.core.registry import UnknownRuleError, select_rules
+from npu_port.transpiler.core.registry import UnknownRuleError, select_specs
 from npu_port.transpiler.tables.user_tables import TableError, load_user_tables
 
 # click parameter name -> config key, and how a flag value becomes a config value.
@@ -105,7 +105,7 @@ def validate_config(config: ProjectConfig) -> None:
 
 def _check_rule_names(names, where: str) -> None:
     try:
-        select_rules(names)
+        select_specs(names)  # names only: imports no rule
     except UnknownRuleError as exc:
         raise ConfigError(f"{where}: {exc}") from None
 
