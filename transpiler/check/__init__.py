@@ -19,7 +19,7 @@ from npu_port.transpiler.bulk.configured import discover_files, run_configured
 from npu_port.transpiler.bulk.runner import RunConfig, SourceFile
 from npu_port.transpiler.core.config import ProjectConfig
 from npu_port.transpiler.core.engine import Converted
-from npu_port.transpiler.core.registry import all_rules, select_rules
+from npu_port.transpiler.core.registry import rule_specs, select_specs
 from npu_port.transpiler.core.report import CheckReport, Edit, Finding
 from npu_port.transpiler.core.rules import Group
 
@@ -29,11 +29,11 @@ CHECK_GROUP: Group = "check"  # validators that always run in `check` (group "po
 def check_rule_ids(config: ProjectConfig) -> tuple[str, ...]:
     """The rules `check` runs: the selection (default: what convert runs, plus the check group), plus
     the policy rules whose settings are on."""
-    rules = all_rules()
+    rules = rule_specs()  # metadata only: imports no rule
     if config["select"]:
-        ids = [r.ID for r in select_rules(config["select"], (), config["extras"])]
+        ids = [r.ID for r in select_specs(config["select"], (), config["extras"])]
     else:
-        ids = [r.ID for r in select_rules((), (), config["extras"])]
+        ids = [r.ID for r in select_specs((), (), config["extras"])]
         ids += [i for i, r in rules.items() if r.GROUP == CHECK_GROUP]
     if config["forbid"]:
         ids.append("forbidden-import")
