@@ -23,7 +23,7 @@ from rich.text import Text
 from npu_port.transpiler import __version__
 from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.core.files import printable
-from npu_port.transpiler.core.registry import all_rules
+from npu_port.transpiler.core.registry import rule_specs
 from npu_port.transpiler.core.report import CheckReport, Edit, FileOutcome, Finding, findings_to_json
 from npu_port.transpiler.output.render import LONG_HINT
 
@@ -34,7 +34,7 @@ _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 
 def _rule_meta(rule_id: str) -> dict:
-    rule = all_rules().get(rule_id)
+    rule = rule_specs().get(rule_id)
     if rule is None:
         return {"summary": rule_id, "safety": "", "group": "", "language": ""}
     return {"summary": rule.summary(), "safety": rule.SAFETY, "group": rule.GROUP, "language": rule.LANGUAGE}
@@ -158,7 +158,7 @@ def _uri(path: str) -> str:
 
 
 def _sarif_rule(rule_id: str) -> dict:
-    rule = all_rules().get(rule_id)
+    rule = rule_specs().get(rule_id)
     meta = _rule_meta(rule_id)
     out = {
         "id": rule_id,
