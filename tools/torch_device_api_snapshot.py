@@ -434,9 +434,24 @@ def privateuse1_facts(tree: SourceTree) -> dict:
     }
 
 
+def memory_needs_device_allocator(tree: SourceTree) -> bool | None:
+    """Whether torch.accelerator's memory functions need the device's allocator to be a c10::DeviceAllocator.
+
+    Read from the shipped headers: ATen/DeviceAccelerator.h implements emptyCache/getDeviceStats/... as
+    `at::getDeviceAllocator(device_type)->...`, and c10/core/CachingDeviceAllocator.h's getDeviceAllocator
+    asserts on a `dynamic_cast<DeviceAllocator*>`. None where torch has no accelerator memory functions.
+    """
+    accelerator = tree.read_text("torch/include/ATen/DeviceAccelerator.h")
+    if accelerator is None or "getDeviceAllocator(" not in accelerator:
+        return None
+    caching = tree.read_text("torch/include/c10/core/CachingDeviceAllocator.h") or ""
+    return "dynamic_cast<DeviceAllocator*>" in caching
+
+
 def torch_facts(tree: SourceTree) -> dict:
     return {
         "accelerator": accelerator_facts(tree),
+        "accelerator_memory_needs_device_allocator": memory_needs_device_allocator(tree),
         "amp": amp_facts(tree),
         "distributed": distributed_facts(tree),
         "get_device_module": get_device_module_facts(tree),
@@ -521,12 +536,28 @@ def _native_ops(tree: SourceTree) -> set[str]:
         re.findall(r"^\s*-\s*([A-Za-z_]\w*)(?:\.\w+)?\s*$", text, re.M))
 
 
+_NPU_ALLOCATOR = re.compile(r"class\s+NPUAllocator\s*:\s*public\s+([\w:]+)")
+
+
+def allocator_base(tree: SourceTree) -> str | None:
+    """Base class of torch_npu's caching allocator (`c10::Allocator`, or `c10::DeviceAllocator` that
+    torch.accelerator's memory functions need), from the shipped NPUCachingAllocator.h."""
+    header = tree.read_text("torch_npu/include/torch_npu/csrc/core/npu/NPUCachingAllocator.h")
+    if header is None:
+        return None
+    match = _NPU_ALLOCATOR.search(header)
+    if match is None:
+        raise SnapshotError("NPUCachingAllocator.h no longer declares class NPUAllocator : public ...")
+    return match.group(1)
+
+
 def torch_npu_facts(tree: SourceTree) -> dict:
     if tree.module_ast("torch_npu.npu") is None:
         raise SnapshotError("torch_npu/npu/__init__.py not found")
     npu_names = sorted(n for n in module_attribute_names(tree, "torch_npu.npu") if not n.startswith("_"))
     ops = _native_ops(tree)
     return {
+        "allocator_base": allocator_base(tree),
         "registers": _registration_calls(tree),
         "links": linked_symbols(tree),
         "implements_ops": {op: op in ops for op in GRAD_SCALER_OPS},
