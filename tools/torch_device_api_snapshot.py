@@ -61,7 +61,9 @@ TORCH_NPU_MINORS = ["2.1", "2.3", "2.4", "2.5", "2.6", "2.7", "2.8", "2.9", "2.1
 
 # Generic names a device-agnostic rewrite may emit at the top of `torch`, looked up in torch/__init__.py,
 # its `from torch._C import *` (the stubs) and its submodules.
-TOP_LEVEL_NAMES = ["Event", "Stream", "accelerator", "amp", "get_device_module"]
+TOP_LEVEL_NAMES = ["Event", "OutOfMemoryError", "Stream", "accelerator", "amp", "get_device_module"]
+# The classes of them that come from the torch._C stubs (`from torch._C import *`).
+STUB_CLASSES = {"Event", "OutOfMemoryError", "Stream"}
 # aten ops torch.amp.GradScaler calls: a device it works on must implement them (torch_npu's op list).
 GRAD_SCALER_OPS = ["_amp_foreach_non_finite_check_and_unscale_", "_amp_update_scale_"]
 # C++ entry points whose presence in libtorch_npu.so's symbol names says how torch_npu registers itself.
@@ -264,7 +266,7 @@ def top_level_facts(tree: SourceTree) -> dict:
     names = set(module_attribute_names(tree, "torch"))
     facts: dict = {}
     for name in TOP_LEVEL_NAMES:
-        if name in ("Stream", "Event"):
+        if name in STUB_CLASSES:
             # params None: the class exists but its stub declares no constructor (torch 2.1's Stream).
             exported = find_class(_parse(tree, "torch/_C/__init__.pyi") or ast.Module(body=[], type_ignores=[]),
                                   name) is not None and _exported_from_c(tree, name)
@@ -289,15 +291,27 @@ def _exported_from_c(tree: SourceTree, name: str) -> bool:
     return find_class(stubs, name) is not None
 
 
+AMP_NAMES = {"autocast": "torch.amp.autocast_mode", "custom_bwd": "torch.amp.autocast_mode",
+             "custom_fwd": "torch.amp.autocast_mode", "GradScaler": "torch.amp.grad_scaler"}
+
+
 def amp_facts(tree: SourceTree) -> dict:
-    """torch.amp.autocast and torch.amp.GradScaler constructors (device_type= / device=)."""
+    """torch.amp's device-generic names (autocast(device_type), GradScaler(device), custom_fwd(device_type=))."""
+    exported = set(module_attribute_names(tree, "torch.amp"))
     facts: dict = {}
-    for name, module in (("autocast", "torch.amp.autocast_mode"), ("GradScaler", "torch.amp.grad_scaler")):
-        exported = name in set(module_attribute_names(tree, "torch.amp"))
+    for name, module in AMP_NAMES.items():
         parsed = tree.module_ast(module)
-        cls = find_class(parsed, name) if parsed is not None else None
-        params = method_params(cls, "__init__") if cls is not None else None
-        facts[name] = {"class": True, "params": params} if exported and params is not None else None
+        facts[name] = None
+        if name not in exported or parsed is None:
+            continue
+        cls = find_class(parsed, name)
+        if cls is not None:
+            params = method_params(cls, "__init__")
+            facts[name] = {"class": True, "params": params} if params is not None else None
+            continue
+        fn = find_function(list(module_level_statements(parsed.body, skip_type_checking=False)), name)
+        if fn is not None:
+            facts[name] = {"params": function_params(fn)}
     return facts
 
 
