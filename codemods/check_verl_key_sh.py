@@ -133,5 +133,9 @@ class UnknownVerlKeyShell(ShellRule):
         missing = release.unknown_in_any(key, configs)
         if missing is None:
             return
+        # A key of the engine's other config (megatron keys given to ppo_trainer): name the --config-name.
+        other = next((c for c in release.family(configs[0]) if c not in configs
+                      and release.unknown_key(key, c) is None), None)
+        note = f"`{other}` has it: pass `--config-name={other}`" if other else ""
         self.report(word.start, f"VERL {release.version}'s {missing.config} config has no key `{missing.key}`",
-                    severity="error", hint=verl_keys.hint(missing, release))
+                    severity="error", hint=verl_keys.hint(missing, release, note))

@@ -8,9 +8,12 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 
 from npu_port.transpiler.core.rules import TextRule
-from npu_port.transpiler.tables.verl_keys import looks_like_verl_config, unknown_key
+from npu_port.transpiler.tables import verl_keys
 
 _SKIP_TOP = frozenset({"defaults", "hydra"})
+# Why a YAML key is a warning where a launcher override is an error.
+_YAML_NOTE = ("Hydra accepts a key a config file adds, but VERL never reads it, or refuses it where it turns the "
+              "section into a dataclass")
 
 
 def _walk(node: CommentedMap, prefix: str) -> Iterator[tuple[str, int, int, object]]:
@@ -22,29 +25,65 @@ def _walk(node: CommentedMap, prefix: str) -> Iterator[tuple[str, int, int, obje
         yield dotted, line + 1, col + 1, node[key]
 
 
+def _defaults(doc: CommentedMap) -> list[str]:
+    """The config names a Hydra `defaults` list composes (`- ppo_trainer`, `- actor@x: dp_actor` -> dp_actor)."""
+    entries = doc.get("defaults")
+    out: list[str] = []
+    for entry in entries if isinstance(entries, list) else []:
+        if isinstance(entry, str):
+            out.append(entry.split("@", 1)[0].removesuffix(".yaml"))
+        elif isinstance(entry, dict):
+            out += [str(v).removesuffix(".yaml") for v in entry.values() if isinstance(v, str)]
+    return out
+
+
+def schema_of(doc: CommentedMap, release: verl_keys.Release) -> tuple[list[str], bool]:
+    """(the packaged configs whose keys `doc` is checked against, whether it extends them). A config whose
+    `defaults` list names packaged configs extends those; any other is checked against the configs whose
+    top-level sections it shares most (`actor_rollout_ref` -> the PPO trainers, `model` + `optim` -> SFT)."""
+    named = [c for c in _defaults(doc) if c in release.configs]
+    if named:
+        return named, True
+    top = {k for k in doc if isinstance(k, str)} - _SKIP_TOP
+    scores = {c: len(top & {k for k in keys if "." not in k}) for c, keys in release.configs.items()}
+    best = max(scores.values(), default=0)
+    return sorted(c for c, n in scores.items() if n == best and n > 0), False
+
+
 class UnknownVerlKeyYaml(TextRule):
     """Reports keys in a VERL trainer YAML that VERL's packaged trainer config does not have.
 
     What it does:
         In a YAML file that looks like a VERL trainer config (top-level `actor_rollout_ref`,
-        `trainer`, `data`, `algorithm`, ...), checks every key path against the keys of VERL 0.9.1's
-        packaged `ppo_trainer` and `ppo_megatron_trainer` configs (codemods/data/api/verl.json).
-        Only the first unknown level is reported; free-form dicts and dicts VERL hands to another
-        library (`engine_kwargs.vllm`, `override_config`, `ray_kwargs.ray_init.runtime_env`) and keys
-        whose default is `null` are not looked into.
+        `trainer`, `data`, `algorithm`, ...), checks every key path against the keys of the
+        packaged config it is written for, in the VERL release the project uses (`check
+        --verl-version`, `verl_version` in `[tool.npu-port]`, else the project's `verl` pin or VERL
+        checkout, else the newest release snapshotted; codemods/data/api/releases/verl-*.json).
+        The config is the one its Hydra `defaults` list names (`- ppo_trainer`,
+        `- sft_trainer_engine`), else the packaged configs whose top-level sections it shares most
+        (the PPO trainers for `actor_rollout_ref`, the SFT trainer for `model` + `optim`). A config
+        that extends a packaged one through `defaults` may add top-level sections of its own (read
+        by the project's code); those are not reported. Only the first unknown level is reported;
+        free-form dicts and dicts VERL hands to another library (`engine_kwargs.vllm`,
+        `override_config`, `ray_kwargs.ray_init.runtime_env`) and keys whose default is `null` are
+        not looked into. Each finding names the release and config it checked against. A key a
+        config file adds is a warning, not an error: Hydra merges it in, and whether it fails
+        depends on the code that reads the section (VERL's dataclasses refuse unknown fields, a
+        recipe's own code may read it).
 
     Why:
-        VERL composes its config with Hydra in struct mode: an unknown key fails the job at start-up
-        ("Key 'n_npus_per_node' is not in struct"), or, in a config that extends VERL's, is silently
-        never read. Hand ports rename keys that VERL keeps (`n_gpus_per_node`, `*_per_gpu`).
+        VERL turns most sections of its config into dataclasses (`omega_conf_to_dataclass`): an
+        unknown key there fails the job at start-up ("Key 'gpu_memory_utilisation' not in
+        'RolloutConfig'"), elsewhere it is silently never read. Hand ports rename keys that VERL
+        keeps (`n_gpus_per_node`, `*_per_gpu`), and keys come and go between releases.
 
     Example:
             actor_rollout_ref:
               rollout:
-                gpu_memory_utilisation: 0.6     # error: did you mean gpu_memory_utilization?
+                gpu_memory_utilisation: 0.6     # warning: did you mean gpu_memory_utilization?
 
     Fix safety:
-        Report-only; the hint lists the closest real keys.
+        Report-only; the hint lists the closest real keys, or the VERL releases that do have the key.
     """
 
     ID = "unknown-verl-key-yaml"
@@ -58,22 +97,26 @@ class UnknownVerlKeyYaml(TextRule):
             docs = list(YAML(typ="rt").load_all(text))
         except Exception:  # a YAML error belongs to the YAML rules' report, not to a key check
             return text
+        release = verl_keys.release(getattr(self.ctx.options, "verl_version", None))
         for doc in docs:
-            if isinstance(doc, CommentedMap) and looks_like_verl_config({k for k in doc if isinstance(k, str)}):
-                self._check(doc, "")
+            if isinstance(doc, CommentedMap) and verl_keys.looks_like_verl_config(
+                    {k for k in doc if isinstance(k, str)}):
+                configs, extends = schema_of(doc, release)
+                if configs:
+                    self._check(doc, "", release, configs, extends)
         return text
 
-    def _check(self, node: CommentedMap, prefix: str) -> None:
+    def _check(self, node: CommentedMap, prefix: str, release: verl_keys.Release, configs: list[str],
+               extends: bool) -> None:
         for dotted, line, col, value in _walk(node, prefix):
             if not prefix and (dotted in _SKIP_TOP or dotted.startswith("_")):
                 continue
-            missing = unknown_key(dotted)
+            missing = release.unknown_in_any(dotted, configs)
             if missing is not None:
-                if missing.key == dotted:
-                    hint = f"did you mean {', '.join(f'`{s}`' for s in missing.suggestions)}?" \
-                        if missing.suggestions else "not a key of VERL's ppo_trainer / ppo_megatron_trainer config"
-                    self.ctx.add(self.ID, line, col, f"VERL's config has no key `{dotted}`", severity="error",
-                                 hint=hint)
+                if missing.key == dotted and not (extends and not prefix):
+                    self.ctx.add(self.ID, line, col,
+                                 f"VERL {release.version}'s {missing.config} config has no key `{dotted}`",
+                                 severity="warning", hint=verl_keys.hint(missing, release, _YAML_NOTE))
                 continue
             if isinstance(value, CommentedMap):
-                self._check(value, dotted)
+                self._check(value, dotted, release, configs, extends)

@@ -4,6 +4,7 @@ violations, with exit codes for CI (0 clean, 1 errors, 2 usage or internal error
 from __future__ import annotations
 
 import io
+import re
 import sys
 from pathlib import Path
 
@@ -11,8 +12,10 @@ import click
 from rich.console import Console
 
 from npu_port.transpiler.check import run_check
+from npu_port.transpiler.check.verl_version import resolve as resolve_verl_version
 from npu_port.transpiler.commands._options import rule_options
 from npu_port.transpiler.commands.config import config_file_options, policy_options, resolve_config
+from npu_port.transpiler.core.config import Source
 from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.output.formats import (
     OUTPUT_FORMATS,
@@ -47,10 +50,13 @@ from npu_port.transpiler.output.output_files import input_clash, why_unwritable,
               help="Exit 0 even when errors are found (2 on a usage or internal error still).")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
               help="Worker processes (0: one per CPU).")
+@click.option("--verl-version", metavar="X.Y.Z",
+              help="Check VERL config keys against this release (default: `verl_version` in [tool.npu-port], "
+                   "else the project's verl pin or VERL checkout, else the newest release known).")
 @click.pass_context
 def check(ctx, paths, target, select, ignore, extras, forbid, no_relative, exclude, rules_files, strict,
           config_file, isolated, output_format, statistics, summary_path, output_file, output_file_alias, exit_zero,
-          jobs):
+          jobs, verl_version):
     """Report what is not yet ported in PATHS, and what a port got wrong.
 
     \b
@@ -78,8 +84,13 @@ def check(ctx, paths, target, select, ignore, extras, forbid, no_relative, exclu
             raise click.UsageError(f"{option} {dest} would overwrite {what}")
     config = resolve_config(ctx, paths, config_file, isolated)
     strict = config["strict"]
+    if verl_version is not None:
+        if not re.match(r"^\d+\.\d+", verl_version):
+            raise click.UsageError(f"--verl-version takes a release such as 0.8.0, got {verl_version!r}")
+        config.values["verl-version"], config.sources["verl-version"] = verl_version, Source("command line")
+    verl = resolve_verl_version(paths, config["verl-version"], str(config.sources["verl-version"]))
     try:
-        report = run_check(list(paths), config, jobs=jobs)
+        report = run_check(list(paths), config, jobs=jobs, extra_options=(("verl_version", (verl.run_option,)),))
     except Exception as exc:  # our bug, not the user's: say so and exit 2
         click.echo(f"npu-port: internal error: {type(exc).__name__}: {exc}", err=True)
         sys.exit(ExitCode.INTERNAL)
@@ -108,6 +119,8 @@ def check(ctx, paths, target, select, ignore, extras, forbid, no_relative, exclu
             render_statistics(Console(stderr=True, highlight=False), report.findings)
     for o in report.internal_errors:
         click.echo(f"npu-port: {o.path}: {o.error}", err=True)
+    if output_format == "text" and any(f.rule.startswith("unknown-verl-key") for f in report.findings):
+        click.echo(f"npu-port: VERL keys checked against VERL {verl.version}, from {verl.where}", err=True)
     if summary_path:
         _write_file("--summary", summary_path,
                     lambda p: write_summary(p, report.outcomes, title="npu-port check", dry_run=True))

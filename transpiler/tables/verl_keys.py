@@ -14,9 +14,12 @@ import difflib
 import re
 from dataclasses import dataclass, field
 from functools import cache
+from pathlib import Path
 from typing import Optional
 
-from npu_port.transpiler.tables import api_facts
+import yaml
+
+from npu_port.transpiler.tables import api_facts, verl_configs
 from npu_port.transpiler.tables.framework_facts import INVENTED_NAMES
 
 RELEASES_DIR = api_facts.SNAPSHOT_DIR / "releases"
@@ -27,6 +30,7 @@ _OPEN_TYPES = ("null",)  # a key whose default is None may hold any structure
 _PASS_THROUGH = ("ray_init", "runtime_env", "env_vars", "override_config", "kwargs")
 # Snapshots written before entry points were recorded: the one entry point every release has.
 _DEFAULT_ENTRIES = {"verl.trainer.main_ppo": "ppo_trainer"}
+_MAX_BYTES = 4 << 20  # a checkout's config or source file larger than this is not read
 
 
 def _is_pass_through(key: str) -> bool:
@@ -56,6 +60,7 @@ class Release:
     configs: dict[str, dict[str, str]]  # config name -> dotted key -> type of its default
     entries: dict[str, str]  # entry-point module -> the config name its @hydra.main composes
     groups: frozenset[str] = field(default=frozenset())  # config group folders (`actor`, `model_engine`, ...)
+    _children: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict, compare=False, repr=False)
 
     def entry_config(self, module: str) -> Optional[str]:
         return self.entries.get(module)
@@ -67,7 +72,14 @@ class Release:
         return sorted(c for c in self.configs if c.split("_")[0] == stem) or [config]
 
     def children(self, config: str) -> dict[str, frozenset[str]]:
-        return _children(self.version, config)
+        """Parent key -> its child names, for `config` (computed once)."""
+        if config not in self._children:
+            out: dict[str, set[str]] = {}
+            for key in self.configs[config]:
+                parent, _, child = key.rpartition(".")
+                out.setdefault(parent, set()).add(child)
+            self._children[config] = {k: frozenset(v) for k, v in out.items()}
+        return self._children[config]
 
     def unknown_key(self, dotted: str, config: Optional[str] = None, *,
                     invented_ok: bool = True) -> Optional[UnknownKey]:
@@ -115,20 +127,47 @@ class Release:
         return None
 
 
-@cache
-def _children(version: str, config: str) -> dict[str, frozenset[str]]:
-    out: dict[str, set[str]] = {}
-    for key in release(version).configs[config]:
-        parent, _, child = key.rpartition(".")
-        out.setdefault(parent, set()).add(child)
-    return {k: frozenset(v) for k, v in out.items()}
+def _from_record(version: str, raw: dict) -> Release:
+    files = raw.get("config_files", [])
+    return Release(version, dict(raw.get("config_keys", {})), dict(raw.get("entry_configs") or _DEFAULT_ENTRIES),
+                   frozenset(f.split("/", 1)[0] for f in files if "/" in f))
 
 
 def _from_snapshot(snap: api_facts.ApiSnapshot) -> Release:
-    raw = snap.raw
-    files = raw.get("config_files", [])
-    return Release(snap.version or "", dict(raw.get("config_keys", {})), dict(raw.get("entry_configs") or _DEFAULT_ENTRIES),
-                   frozenset(f.split("/", 1)[0] for f in files if "/" in f))
+    return _from_record(snap.version or "", snap.raw)
+
+
+def checkout_option(version: str, root: Path, digest: str) -> str:
+    """The run option that names a VERL checkout's own config as the schema: `VERSION@ROOT#DIGEST` (the
+    digest of its config files keeps cached results of an edited config from being reused)."""
+    return f"{version}@{root}#{digest}"
+
+
+@cache
+def _checkout(option: str) -> Optional[Release]:
+    """The configs of the VERL checkout an option names (see checkout_option), or None when they cannot
+    be read. Its YAML and sources are read as text, never imported."""
+    version, _, rest = option.partition("@")
+    root = Path(rest.rsplit("#", 1)[0])
+    package = root / "verl"
+    try:
+        paths = [p.relative_to(root).as_posix() for p in package.rglob("*")
+                 if p.suffix in (".yaml", ".py") and p.is_file()]
+    except OSError:
+        return None
+
+    def read(rel: str) -> Optional[str]:
+        try:
+            path = root / rel
+            return path.read_text(encoding="utf-8") if path.stat().st_size < _MAX_BYTES else None
+        except (OSError, UnicodeDecodeError):
+            return None
+
+    try:
+        record = verl_configs.packaged(paths, read)
+    except yaml.YAMLError:
+        return None
+    return _from_record(version, record) if record["config_keys"] else None
 
 
 @cache
@@ -145,10 +184,16 @@ def releases() -> tuple[Release, ...]:
 
 def release(version: Optional[str] = None) -> Release:
     """The snapshot a project on VERL `version` is checked against: the same minor release (its newest
-    patch snapshotted), else the newest older one, else the oldest; None: the newest."""
+    patch snapshotted), else the newest older one, else the oldest; None: the newest. A checkout option
+    (checkout_option) gives the checkout's own configs."""
     known = releases()
     if not version:
         return known[-1]
+    if "@" in version:
+        own = _checkout(version)
+        if own is not None:
+            return own
+        version = version.split("@", 1)[0]
     wanted = version_key(version)
     same_minor = [r for r in known if version_key(r.version)[:2] == wanted[:2]]
     if same_minor:
@@ -157,15 +202,19 @@ def release(version: Optional[str] = None) -> Release:
     return older[-1] if older else known[0]
 
 
-def hint(missing: UnknownKey, checked: Release) -> str:
+def hint(missing: UnknownKey, checked: Release, note: str = "") -> str:
     """What the user can do about a key `checked` lacks: the close real keys, or the releases that have it."""
-    parts = []
+    parts = [note] if note else []
     if missing.known_in:
-        parts.append(f"VERL {', '.join(missing.known_in)} {'has' if len(missing.known_in) == 1 else 'have'} it: "
-                     f"is the project's VERL version {checked.version}? (`check --verl-version`)")
+        releases_with = " and ".join(missing.known_in) if len(missing.known_in) < 3 else \
+            f"{', '.join(missing.known_in[:-1])} and {missing.known_in[-1]}"
+        parts.append(f"VERL {releases_with} {'has' if len(missing.known_in) == 1 else 'have'} it; if the project "
+                     f"runs another release than {checked.version}, say so with `check --verl-version`")
     if missing.suggestions:
         parts.append(f"did you mean {', '.join(f'`{s}`' for s in missing.suggestions)}?")
-    return "; ".join(parts) or "add it with `+key=value` if your own config defines it"
+    if not missing.suggestions and not missing.known_in and not note:
+        parts.append("add it with `+key=value` if your own config defines it")
+    return "; ".join(parts)
 
 
 # -- the newest release, as the conformance checker and the docs ask -------------------------------------------

@@ -1,0 +1,142 @@
+"""The keys of the Hydra configs a VERL tree packages, read from its YAML and sources as text (never
+imported or run): for a release's wheel (tools/release_snapshots.py writes them into the key snapshots)
+and for a VERL checkout that `check` is given (its own config is the schema its launchers use).
+
+A config is a top-level YAML file of verl/trainer/config; its keys come from the `_generated_<name>.yaml`
+VERL writes from it where the tree has one, else from the file with its Hydra `defaults` composed
+(`group@package: option` entries merged in, then the file itself). The entry points are the modules
+whose `@hydra.main(config_path=..., config_name=...)` names one of those configs.
+"""
+
+from __future__ import annotations
+
+import ast
+import posixpath
+from collections.abc import Callable, Iterable
+from typing import Any, Optional
+
+import yaml
+
+CONFIG_DIR = "verl/trainer/config/"
+Reader = Callable[[str], Optional[str]]  # path in the tree -> its text, None when absent
+
+
+def value_type(value: object) -> str:
+    """The type name a key snapshot records for a packaged default."""
+    if value is None:
+        return "null"
+    for kind, name in ((bool, "bool"), (int, "int"), (float, "float"), (str, "str"), (list, "list"),
+                       (dict, "dict")):
+        if isinstance(value, kind):
+            return name
+    return type(value).__name__
+
+
+def flat_keys(mapping: dict, prefix: str = "") -> dict[str, str]:
+    """Dotted key -> type of its default for every key of a nested mapping (dicts are keys too)."""
+    out: dict[str, str] = {}
+    for key, value in mapping.items():
+        dotted = f"{prefix}{key}"
+        out[dotted] = value_type(value)
+        if isinstance(value, dict):
+            out.update(flat_keys(value, dotted + "."))
+    return out
+
+
+def _load(read: Reader, path: str) -> dict:
+    data = yaml.safe_load(read(path) or "") or {}
+    return data if isinstance(data, dict) else {}
+
+
+def _merge(into: dict, extra: dict) -> None:
+    for key, value in extra.items():
+        if isinstance(value, dict) and isinstance(into.get(key), dict):
+            _merge(into[key], value)
+        else:
+            into[key] = value
+
+
+def _placed(package: str, data: dict) -> dict:
+    for part in reversed([p for p in package.split(".") if p and p != "_here_"]):
+        data = {part: data}
+    return data
+
+
+def composed(read: Reader, name: str, package: str = "", depth: int = 0) -> dict:
+    """Config `name` (relative to CONFIG_DIR, without .yaml) with its `defaults` list merged in."""
+    raw = _load(read, CONFIG_DIR + name + ".yaml")
+    result: dict = {}
+    entries = raw.pop("defaults", None)
+    for entry in entries if isinstance(entries, list) and depth < 16 else []:
+        if isinstance(entry, dict):
+            for group_key, option in entry.items():
+                group, _, pkg = str(group_key).partition("@")
+                if option is None or group.startswith("override ") or not isinstance(option, str):
+                    continue
+                sub = (pkg or group.split("/")[-1]).replace("_here_", "")
+                _merge(result, _placed(".".join(p for p in (package, sub) if p),
+                                       composed(read, f"{group}/{option}", "", depth + 1)))
+        elif isinstance(entry, str) and entry != "_self_":
+            _merge(result, _placed(package, composed(read, entry, "", depth + 1)))
+    _merge(result, _placed(package, raw))
+    return result
+
+
+def config_keys(read: Reader, files: Iterable[str]) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
+    """({config name: {dotted key: type}}, {config name: where its keys came from}) for the top-level
+    configs among `files` (paths relative to CONFIG_DIR)."""
+    files = sorted(files)
+    keys, sources = {}, {}
+    for name in sorted(f[:-5] for f in files if "/" not in f and f.endswith(".yaml") and not f.startswith("_")):
+        generated = f"_generated_{name}.yaml"
+        if generated in files:
+            data = _load(read, CONFIG_DIR + generated)
+            data.pop("defaults", None)  # Hydra's composition list, not a key
+            keys[name], sources[name] = dict(sorted(flat_keys(data).items())), CONFIG_DIR + generated
+        else:
+            keys[name] = dict(sorted(flat_keys(composed(read, name)).items()))
+            sources[name] = CONFIG_DIR + f"{name}.yaml (defaults composed)"
+    return keys, sources
+
+
+def hydra_config_name(source: str, path: str) -> Optional[str]:
+    """The config an `@hydra.main(config_path=..., config_name=...)` in `path` composes, when its
+    config_path is VERL's config folder."""
+    try:
+        tree = ast.parse(source)
+    except (SyntaxError, ValueError, RecursionError):
+        return None
+    for node in ast.walk(tree):
+        if not (isinstance(node, ast.Call) and ast.unparse(node.func) == "hydra.main"):
+            continue
+        kw: dict[str, Any] = {k.arg: k.value.value for k in node.keywords
+                              if k.arg and isinstance(k.value, ast.Constant) and isinstance(k.value.value, str)}
+        folder = posixpath.normpath(posixpath.join(posixpath.dirname(path), kw.get("config_path", "")))
+        name = str(kw.get("config_name", "")).removesuffix(".yaml")
+        if name and folder + "/" == CONFIG_DIR:
+            return name
+    return None
+
+
+def entry_configs(read: Reader, python_files: Iterable[str], configs: Iterable[str]) -> dict[str, str]:
+    """{entry-point module: config name} for the modules among `python_files` that compose one of `configs`."""
+    known = set(configs)
+    out = {}
+    for path in sorted(python_files):
+        source = read(path) or ""
+        if "hydra.main" not in source:
+            continue
+        name = hydra_config_name(source, path)
+        if name in known:
+            out[path[:-3].replace("/", ".").removesuffix(".__init__")] = name
+    return out
+
+
+def packaged(paths: Iterable[str], read: Reader) -> dict:
+    """The key-snapshot fields of a VERL tree whose files are `paths` (posix, relative to its root)."""
+    paths = list(paths)
+    files = sorted(p[len(CONFIG_DIR):] for p in paths if p.startswith(CONFIG_DIR) and p.endswith(".yaml"))
+    keys, sources = config_keys(read, files)
+    python = [p for p in paths if p.startswith("verl/") and p.endswith(".py")]
+    return {"config_keys": keys, "config_sources": sources, "config_files": files,
+            "entry_configs": entry_configs(read, python, keys)}
