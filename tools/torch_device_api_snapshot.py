@@ -312,7 +312,24 @@ def amp_facts(tree: SourceTree) -> dict:
         fn = find_function(list(module_level_statements(parsed.body, skip_type_checking=False)), name)
         if fn is not None:
             facts[name] = {"params": function_params(fn)}
+    facts["autocast_privateuse1_needs"] = _autocast_needs(tree)
     return facts
+
+
+def _autocast_needs(tree: SourceTree) -> list[str] | None:
+    """What autocast(device_type="npu") requires of the renamed privateuse1 module: `necessary_funcs`."""
+    parsed = tree.module_ast("torch.amp.autocast_mode")
+    cls = find_class(parsed, "autocast") if parsed is not None else None
+    init = find_function(cls.body, "__init__") if cls is not None else None
+    if init is None:
+        return None
+    for node in ast.walk(init):
+        if (isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name)
+                and node.targets[0].id == "necessary_funcs"):
+            value = _literal(node.value)
+            if isinstance(value, list):
+                return sorted(str(v) for v in value)
+    return None
 
 
 def _method(cls: ast.ClassDef, name: str) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
