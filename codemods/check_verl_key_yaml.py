@@ -47,7 +47,20 @@ def schema_of(doc: CommentedMap, release: verl_keys.Release) -> tuple[list[str],
     top = {k for k in doc if isinstance(k, str)} - _SKIP_TOP
     scores = {c: len(top & {k for k in keys if "." not in k}) for c, keys in release.configs.items()}
     best = max(scores.values(), default=0)
-    return sorted(c for c, n in scores.items() if n == best and n > 0), False
+    tied = sorted(c for c, n in scores.items() if n == best and n > 0)
+    if len(tied) > 1:  # the same sections (ppo_trainer / ppo_megatron_trainer): the one more of its keys are in
+        dotted = set(_dotted_keys(doc, ""))
+        overlap = {c: len(dotted & release.configs[c].keys()) for c in tied}
+        most = max(overlap.values())
+        tied = [c for c in tied if overlap[c] == most]
+    return tied, False
+
+
+def _dotted_keys(node: CommentedMap, prefix: str) -> Iterator[str]:
+    for dotted, _, _, value in _walk(node, prefix):
+        yield dotted
+        if isinstance(value, CommentedMap):
+            yield from _dotted_keys(value, dotted)
 
 
 class UnknownVerlKeyYaml(TextRule):
