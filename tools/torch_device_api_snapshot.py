@@ -77,6 +77,8 @@ NPU_LINKED_SYMBOLS = {
     # c10::impl::DeviceGuardImplRegistrar: torch.accelerator's device index / stream / synchronize go
     # through the DeviceGuardImpl of the accelerator's device type.
     "DeviceGuardImplRegistrar": b"DeviceGuardImplRegistrar",
+    # at::GraphImplRegistry (REGISTER_GRAPH_IMPL, torch 2.12+): what torch.accelerator.Graph needs.
+    "GraphImplRegistry": b"GraphImplRegistry",
 }
 
 
