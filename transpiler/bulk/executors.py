@@ -9,7 +9,6 @@ the whole pool, and a running task cannot be stopped.
 
 from __future__ import annotations
 
-import multiprocessing as mp
 import os
 import shutil
 import signal
@@ -18,8 +17,7 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import Sequence
-from multiprocessing.connection import Connection, wait
-from typing import Optional, Protocol
+from typing import TYPE_CHECKING, Optional, Protocol
 
 from npu_port.transpiler.bulk.isolation import clean_start, current_dir, enter_worker, worker_sys_path
 from npu_port.transpiler.bulk.worker import (
@@ -34,6 +32,9 @@ from npu_port.transpiler.bulk.worker import (
 from npu_port.transpiler.core.report import FileOutcome
 from npu_port.transpiler.core.rule_catalog import RuleLike
 from npu_port.transpiler.core.settings import Settings
+
+if TYPE_CHECKING:
+    from multiprocessing.connection import Connection
 
 DEFAULT_TIMEOUT = 120.0
 
@@ -61,6 +62,8 @@ def failed_result(task: Task, error: str) -> Result:
 
 
 def _mp_context():
+    import multiprocessing as mp  # here, not at the top: a small run converts in process and needs none
+
     methods = mp.get_all_start_methods()
     # forkserver: workers fork from a clean process with the engine already imported (cheap to
     # replace after a crash) and never inherit the parent's threads (rich's refresh thread).
@@ -169,6 +172,8 @@ class ProcessExecutor:
             return []
         now = time.monotonic()
         deadline = min(w.started for w in busy) + self.deadline
+        from multiprocessing.connection import wait
+
         ready = set(wait([w.conn for w in busy] + [w.process.sentinel for w in busy],
                          timeout=max(0.0, min(wait_s, deadline - now))))
         results: list[Result] = []
