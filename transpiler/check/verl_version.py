@@ -131,9 +131,10 @@ def _pin_in(folder: Path) -> Optional[tuple[str, str]]:
 
 
 def _shown(path: Path) -> str:
+    """The path relative to the current folder when it lies below it, else as given."""
     try:
-        return os.path.relpath(path)
-    except ValueError:
+        return Path(path).resolve().relative_to(Path.cwd().resolve()).as_posix()
+    except (ValueError, OSError):
         return str(path)
 
 
