@@ -33,7 +33,8 @@ class K8sGpuResources(YamlRule):
           `NVIDIA_*` container variables, KubeRay's `num-gpus` start parameter and CUDA images are
           reported on their line.
         A `limits` / `requests` with `nvidia.com/gpu` in a YAML file that is not a manifest (a Helm
-        values file) is reported, not renamed.
+        values file) is reported, not renamed. Helm templates are read through their `{{ ... }}`
+        actions (transpiler/text/go_template.py) and converted like the manifests they render.
 
     Why:
         `nvidia.com/gpu` is advertised by NVIDIA's device plugin only: on Ascend nodes the pod stays

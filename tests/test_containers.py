@@ -130,3 +130,14 @@ def test_docker_run_hint_lists_the_devices_and_mounts_of_the_containers_table():
         assert f"--device {item}" in finding.hint
     for mount in mounts("ascend"):
         assert f"-v {mount}" in finding.hint
+
+
+def test_compose_extras_run_ports_the_gpu_request_and_the_cuda_environment_together():
+    text = _COMPOSE.replace("    deploy:\n", "    environment:\n      - NVIDIA_VISIBLE_DEVICES=3\n"
+                            "      - CUDA_VISIBLE_DEVICES=0\n      - NVIDIA_DRIVER_CAPABILITIES=all\n    deploy:\n")
+    out, findings = _convert(text, "docker-compose.yml", extras=True)
+    service = yaml.safe_load(out)["services"]["trainer"]
+    assert service["environment"] == ["ASCEND_VISIBLE_DEVICES=3", "ASCEND_RT_VISIBLE_DEVICES=0"]
+    assert service["devices"][0] == "/dev/davinci0"  # the reservation's count: 1 decides, not the variable
+    assert findings == []
+    assert _convert(out, "docker-compose.yml", extras=True)[0] == out
