@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import time
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 
 class Reporter:
@@ -25,6 +26,9 @@ class Reporter:
 
 class BarReporter(Reporter):
     def __init__(self, console: Console):
+        # Imported for a bar only: rich.progress costs a small run (no bar) about 20 ms.
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
         self._progress = Progress(
             TextColumn("[bold]converting"), BarColumn(bar_width=20), MofNCompleteColumn(),
             TextColumn("{task.fields[rate]}"), TextColumn("ETA"), TimeRemainingColumn(),
