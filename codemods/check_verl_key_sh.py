@@ -77,7 +77,8 @@ class UnknownVerlKeyShell(ShellRule):
         items of a bash array expanded there (`"${ARGS[@]}"`), against the keys of the config that
         entry point composes (`ppo_trainer`, `sft_trainer`, ...; the one `--config-name` names) in
         the VERL release the project uses (`check --verl-version`, `verl_version` in
-        `[tool.npu-port]`, else the project's `verl` pin, else the newest release snapshotted).
+        `[tool.npu-port]`, else the project's `verl` pin, or in a VERL checkout its own config,
+        else the newest release snapshotted).
         `+key=` and `++key=` add keys on purpose and are not checked; free-form dicts
         (`engine_kwargs.vllm.*`) are not looked into; a `--config-path` or a `--config-name` VERL
         does not ship means the user's own config, and turns the check off for that command.
