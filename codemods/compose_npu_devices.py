@@ -125,7 +125,11 @@ class ComposeNpuDevices(YamlRule):
 
     def _environment(self, doc: YamlDocument, gpus: ServiceGpus, plan: _Plan) -> bool:
         env_table = table(self.ctx.target)["environment"]
-        names = {e.name for e in gpus.env}
+        if not gpus.env:
+            return True
+        container = gpus.env[0].container
+        names = {str(k) for k in container} if isinstance(container, CommentedMap) else \
+            {str(item).split("=", 1)[0] for item in container}
         renames, drops = [], []
         for entry in gpus.env:
             new = env_table["rename"].get(entry.name)
@@ -135,7 +139,6 @@ class ComposeNpuDevices(YamlRule):
                 drops.append((entry, "the devices list decides" if new else "nothing reads it on Ascend"))
         if not drops and not renames:
             return True
-        container = gpus.env[0].container
         if drops and len(drops) == len(container):
             # An emptied `environment:` would be null, which compose refuses: the key goes.
             return plan.remove(doc, gpus.mapping, "environment",
@@ -261,6 +264,9 @@ def _dash_offset(doc: YamlDocument, svc: CommentedMap, keys: list[Any], key_col:
 
 
 def _device_present(wanted: str, item: Any) -> bool:
+    """`/dev/davinci0`, `/dev/davinci0:/dev/davinci0:rwm` or the long form `{source: /dev/davinci0, ...}`."""
+    if isinstance(item, CommentedMap):
+        return str(item.get("source", "")) == wanted
     return isinstance(item, str) and item.split(":", 1)[0] == wanted
 
 

@@ -141,3 +141,13 @@ def test_compose_extras_run_ports_the_gpu_request_and_the_cuda_environment_toget
     assert service["devices"][0] == "/dev/davinci0"  # the reservation's count: 1 decides, not the variable
     assert findings == []
     assert _convert(out, "docker-compose.yml", extras=True)[0] == out
+
+
+def test_compose_never_sets_a_variable_twice_nor_lists_a_device_twice():
+    text = ("services:\n  s:\n    image: x\n    runtime: nvidia\n    environment:\n"
+            "      NVIDIA_VISIBLE_DEVICES: 0,1\n      ASCEND_VISIBLE_DEVICES: 0,1\n"
+            "    devices:\n      - source: /dev/davinci0\n        target: /dev/davinci0\n")
+    out, _ = _convert(text, "docker-compose.yml", select=("compose-npu-devices",))
+    service = yaml.safe_load(out)["services"]["s"]
+    assert service["environment"] == {"ASCEND_VISIBLE_DEVICES": "0,1"}
+    assert service["devices"] == [{"source": "/dev/davinci0", "target": "/dev/davinci0"}] + device_nodes("ascend", [1])[-4:]
