@@ -158,15 +158,16 @@ def _resolve_callable(tree: SourceTree, module: str, name: str, depth: int = 0) 
         raise SnapshotError(f"{module}.{name}: module not found")
     body = list(module_level_statements(parsed.body, skip_type_checking=False))
     fn = find_function(body, name)
+    # defined_in: torch.accelerator.memory's functions need the device's allocator, graphs' a graph impl.
     if fn is not None:
-        record: dict = {"params": function_params(fn)}
+        record: dict = {"defined_in": module, "params": function_params(fn)}
         if _decorated_deprecated(fn):
             record["deprecated"] = True
         return record
     cls = find_class(parsed, name)
     if cls is not None:
         params = method_params(cls, "__init__")
-        record = {"class": True, "params": params if params is not None else []}
+        record = {"class": True, "defined_in": module, "params": params if params is not None else []}
         if _decorated_deprecated(cls):
             record["deprecated"] = True
         return record
@@ -213,17 +214,13 @@ def accelerator_facts(tree: SourceTree) -> dict | None:
 
 
 def _none_branch_value(fn: ast.FunctionDef | ast.AsyncFunctionDef, param: str) -> str | None:
-    """Source of what the `elif <param> is None:` branch assigns (the no-argument behaviour)."""
+    """Source of the `elif <param> is None:` branch (the no-argument behaviour)."""
     for node in ast.walk(fn):
         if (isinstance(node, ast.If) and isinstance(node.test, ast.Compare) and len(node.test.ops) == 1
                 and isinstance(node.test.ops[0], ast.Is) and isinstance(node.test.left, ast.Name)
                 and node.test.left.id == param and isinstance(node.test.comparators[0], ast.Constant)
                 and node.test.comparators[0].value is None):
-            for stmt in node.body:
-                if isinstance(stmt, ast.Assign):
-                    return ast.unparse(stmt.value)
-                if isinstance(stmt, ast.Return) and stmt.value is not None:
-                    return ast.unparse(stmt.value)
+            return "; ".join(ast.unparse(stmt) for stmt in node.body)
     return None
 
 
@@ -241,8 +238,10 @@ def get_device_module_facts(tree: SourceTree) -> dict | None:
         if value is None:
             raise SnapshotError("torch.get_device_module: optional argument without an `is None` branch")
         record["no_argument"] = value
-        # torch._C._get_accelerator() is the current accelerator, or cpu where there is none.
-        record["no_argument_is_current_accelerator"] = "_get_accelerator" in value
+        # torch._C._get_accelerator() (2.4) and torch._C._accelerator_getAccelerator() (2.14) are the
+        # current accelerator; the branch falls back to cpu where there is none.
+        record["no_argument_is_current_accelerator"] = any(
+            f"torch._C.{binding}()" in value for binding in ("_get_accelerator", "_accelerator_getAccelerator"))
     return record
 
 
