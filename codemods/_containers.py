@@ -17,6 +17,8 @@ from npu_port.transpiler.text.yaml_edit import YamlDocument, scalar_end
 _COMPOSE_NAME = re.compile(r"(docker-)?compose([.-][^/]*)?\.ya?ml")
 # `docker run --gpus` / compose device ids that are indices (not GPU UUIDs).
 _INDEX = re.compile(r"\d+")
+# NVIDIA GPUs as CDI devices (Container Device Interface): `nvidia.com/gpu=all`, `nvidia.com/gpu=0`.
+CDI_PREFIX = "nvidia.com/gpu="
 # An extended resource name as Kubernetes accepts it: a DNS prefix, a slash, a name.
 RESOURCE_NAME = re.compile(r"[a-z0-9]([-a-z0-9.]*[a-z0-9])?/[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
 
@@ -88,6 +90,7 @@ class ServiceGpus:
     gpus: bool = False  # the `gpus:` key
     # `deploy.resources.reservations.devices` entries: (the devices sequence, index) of each GPU one.
     reservations: list[int] = field(default_factory=list)
+    cdi: list[int] = field(default_factory=list)  # indices of `devices:` items that are NVIDIA CDI devices
     reservation_seq: Optional[CommentedSeq] = None
     env: list[EnvEntry] = field(default_factory=list)
     indices: Optional[list[int]] = None  # the NPUs asked for; None where not known
@@ -101,7 +104,7 @@ class ServiceGpus:
 
     @property
     def asks_for_gpus(self) -> bool:
-        return self.runtime or self.gpus or bool(self.reservations) or any(
+        return self.runtime or self.gpus or bool(self.reservations) or bool(self.cdi) or any(
             e.name == "NVIDIA_VISIBLE_DEVICES" and (e.value or "").strip().lower() not in ("", "void", "none")
             for e in self.env)
 
@@ -143,6 +146,14 @@ def service_gpus(doc: YamlDocument, name: str, svc: CommentedMap, target: str) -
                 found.sites.append((start, "deploy.resources.reservations.devices"))
                 counted.append(_entry_indices(doc, entry, found, start))
         found.reservation_seq = seq
+    devices = svc.get("devices") if "devices" in keys else None
+    if isinstance(devices, CommentedSeq):
+        for i, item in enumerate(devices):
+            if isinstance(item, str) and item.startswith(CDI_PREFIX):
+                found.cdi.append(i)
+                start = doc.offset(*devices.lc.item(i))
+                found.sites.append((start, f"CDI device {item}"))
+                counted.append(_cdi_indices(item, found, start))
     environment = svc.get("environment") if "environment" in keys else None
     found.env = list(_environment(doc, environment, table(target)["environment"]["report_prefix"]))
     visible = next((e for e in found.env if e.name == "NVIDIA_VISIBLE_DEVICES"), None)
@@ -166,6 +177,15 @@ def visible_indices(value: Optional[str]) -> Optional[list[int]]:
     return [int(p) for p in parts]
 
 
+def _cdi_indices(device: str, found: ServiceGpus, start: int) -> Optional[list[int]]:
+    """`nvidia.com/gpu=1` -> [1]; `nvidia.com/gpu=all` or a UUID -> None (reported)."""
+    which = device[len(CDI_PREFIX):]
+    if _INDEX.fullmatch(which):
+        return [int(which)]
+    found.unknown.append((start, device))
+    return None
+
+
 def _reservation_devices(svc: CommentedMap) -> Optional[CommentedSeq]:
     node: Any = svc
     for key in ("deploy", "resources", "reservations", "devices"):
@@ -180,15 +200,18 @@ def _is_gpu_entry(entry: Any) -> bool:
         return False
     capabilities = entry.get("capabilities")
     caps = [str(c) for c in capabilities] if isinstance(capabilities, CommentedSeq) else []
-    return str(entry.get("driver", "")).strip() == "nvidia" or "gpu" in caps
+    ids = entry.get("device_ids")
+    cdi = isinstance(ids, CommentedSeq) and any(str(i).startswith(CDI_PREFIX) for i in ids)
+    return str(entry.get("driver", "")).strip() == "nvidia" or "gpu" in caps or cdi
 
 
 def _entry_indices(doc: YamlDocument, entry: Any, found: ServiceGpus, start: int) -> Optional[list[int]]:
     """The NPU indices a device entry asks for: `count: 2` -> [0, 1], `device_ids: ["0", "3"]` -> [0, 3]."""
     if isinstance(entry, CommentedMap):
         ids = entry.get("device_ids")
-        if isinstance(ids, CommentedSeq) and ids and all(_INDEX.fullmatch(str(i).strip()) for i in ids):
-            return [int(str(i).strip()) for i in ids]
+        plain = [str(i).strip().removeprefix(CDI_PREFIX) for i in ids] if isinstance(ids, CommentedSeq) else []
+        if plain and all(_INDEX.fullmatch(i) for i in plain):
+            return [int(i) for i in plain]
         count = entry.get("count")
         if isinstance(count, int) and not isinstance(count, bool) and count > 0:
             return list(range(count))

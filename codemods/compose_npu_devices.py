@@ -33,11 +33,12 @@ class ComposeNpuDevices(YamlRule):
         whose services have an `image` or `build`), for each service (and each `x-*` block services
         merge) that asks for GPUs through `runtime: nvidia`, `gpus:`, a
         `deploy.resources.reservations.devices` entry with `driver: nvidia` or `capabilities: [gpu]`,
+        an NVIDIA CDI device (`nvidia.com/gpu=1` under `devices:`, or as a `driver: cdi` device id),
         or `NVIDIA_VISIBLE_DEVICES`:
-        - removes `runtime: nvidia`, `gpus:` and the GPU device entries (with the `deploy:` levels
-          they leave empty);
+        - removes `runtime: nvidia`, `gpus:`, the CDI devices and the GPU device entries (with the
+          `deploy:` levels they leave empty);
         - adds to the service's `devices:` one `/dev/davinciN` per NPU, taken from `count: N`,
-          `device_ids` or `NVIDIA_VISIBLE_DEVICES=0,1`, then `/dev/davinci_manager`,
+          `device_ids`, the CDI index or `NVIDIA_VISIBLE_DEVICES=0,1`, then `/dev/davinci_manager`,
           `/dev/devmm_svm` and `/dev/hisi_hdc`, and to its `volumes:` the driver, DCMI and `npu-smi`
           mounts (codemods/data/<target>/containers.yaml), each one unless already there;
         - renames `NVIDIA_VISIBLE_DEVICES=0,1` to `ASCEND_VISIBLE_DEVICES` and drops
@@ -110,6 +111,16 @@ class ComposeNpuDevices(YamlRule):
             if (key == "runtime" and gpus.runtime) or (key == "gpus" and gpus.gpus):
                 if not plan.remove(doc, svc, key, f"removed {what}: the NPUs are listed under devices", top=True):
                     return False
+        if gpus.cdi:
+            devices = svc["devices"]
+            if len(gpus.cdi) == len(devices):
+                if not plan.remove(doc, svc, "devices", "removed the NVIDIA CDI devices", top=True):
+                    return False
+                plan.emptied.add("devices")
+            else:
+                for i in gpus.cdi:
+                    if not plan.remove_item(doc, devices, i, "removed the NVIDIA CDI device"):
+                        return False
         seq = gpus.reservation_seq
         if gpus.reservations and seq is not None:
             if len(gpus.reservations) == len(seq):
@@ -163,11 +174,12 @@ class ComposeNpuDevices(YamlRule):
         new_keys: list[str] = []
         for key, wanted, covered in (("devices", device_nodes(self.ctx.target, gpus.indices), _device_present),
                                      ("volumes", mounts(self.ctx.target), _mount_covered)):
-            present = svc.get(key) if key in keys else None
+            present = svc.get(key) if key in keys and key not in plan.emptied else None
             if key in keys and not (isinstance(present, CommentedSeq) and block_style(present)):
                 if present is not None:
                     return False  # a flow list or an odd value: left to the report
-            items = list(present) if isinstance(present, CommentedSeq) else []
+            items = [i for n, i in enumerate(present) if key != "devices" or n not in gpus.cdi] \
+                if isinstance(present, CommentedSeq) else []
             missing = [w for w in wanted if not any(covered(w, item) for item in items)]
             if not missing:
                 continue
@@ -180,7 +192,7 @@ class ComposeNpuDevices(YamlRule):
                 lines = "".join(f"{' ' * item_dash}- {m}\n" for m in missing)
                 plan.insert(end[1], doc.text, lines, doc.key_span(svc, key)[0], f"{key}: added {', '.join(missing)}")
             else:
-                if key in keys:  # `devices:` with no items
+                if key in keys and key not in plan.emptied:  # `devices:` with no items
                     if not plan.remove(doc, svc, key, f"{key}: filled in", top=True):
                         return False
                 new_keys.append(f"{' ' * key_col}{key}:\n" + "".join(f"{' ' * (key_col + dash)}- {m}\n"
@@ -198,6 +210,7 @@ class _Plan:
         self.edits: list[Edit] = []
         self.changes: list[tuple[int, str]] = []
         self.top: Optional[int] = None  # where the first service-level key was removed
+        self.emptied: set[str] = set()  # service keys removed whole, to be written anew
 
     def remove(self, doc: YamlDocument, mapping: CommentedMap, key: Any, message: str, top: bool = False) -> bool:
         if not block_style(mapping):

@@ -16,7 +16,7 @@ class ComposeNvidiaGpus(YamlRule):
         In a docker-compose file (`docker-compose*.yml`, `compose*.yaml`, or a top-level `services:`
         whose services have an `image` or `build`), reports on its line each `runtime: nvidia`,
         `gpus:`, `deploy.resources.reservations.devices` entry with `driver: nvidia` or
-        `capabilities: [gpu]`, each `NVIDIA_*` variable of a service's `environment`, and each
+        `capabilities: [gpu]`, each NVIDIA CDI device (`nvidia.com/gpu=all`), each `NVIDIA_*` variable of a service's `environment`, and each
         `image:` built on CUDA (`nvidia/cuda`, NGC images). The hint lists what an Ascend container
         gets instead: `/dev/davinciN` per NPU, `/dev/davinci_manager`, `/dev/devmm_svm`,
         `/dev/hisi_hdc` and the driver, DCMI and `npu-smi` mounts (codemods/data/<target>/containers.yaml).

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from npu_port.codemods._containers import devices_hint
+from npu_port.codemods._containers import CDI_PREFIX, devices_hint
 from npu_port.transpiler.text.shell import Script, ShellRule, option_values
 
 _ENGINES = ("docker", "podman", "nerdctl")
@@ -12,8 +12,8 @@ class ShellDockerGpus(ShellRule):
     """Reports `docker run --gpus` and `--runtime=nvidia`, with the devices an Ascend container needs.
 
     What it does:
-        For `docker run` / `docker create` (and podman, nerdctl), each `--gpus all`, `--gpus=...` and
-        `--runtime nvidia` is reported with a hint listing the Ascend `--device` options and the
+        For `docker run` / `docker create` (and podman, nerdctl), each `--gpus all`, `--gpus=...`,
+        `--runtime nvidia` and CDI device (`--device nvidia.com/gpu=all`) is reported with a hint listing the Ascend `--device` options and the
         driver mounts (codemods/data/<target>/containers.yaml, the table the compose rules use).
         Nothing is rewritten.
 
@@ -32,7 +32,7 @@ class ShellDockerGpus(ShellRule):
 
     ID = "shell-docker-gpus"
     SAFETY = "report-only"
-    TRIGGERS = ("--gpus", "nvidia")
+    TRIGGERS = ("--gpus", "nvidia")  # `nvidia` also covers --runtime=nvidia and CDI's nvidia.com/gpu=...
 
     def check(self, script: Script) -> None:
         hint = devices_hint(self.ctx.target, "docker")
@@ -43,6 +43,10 @@ class ShellDockerGpus(ShellRule):
             for opt, _, vstart, vend in option_values(args, ["--gpus"]):
                 self.report(opt.start, f"docker {args[0].value} --gpus {script.text[vstart:vend]}: "
                             "Ascend containers need --device options instead", hint=hint)
+            for opt, _, vstart, vend in option_values(args, ["--device"]):
+                if script.text[vstart:vend].strip("'\"").startswith(CDI_PREFIX):
+                    self.report(opt.start, f"--device {script.text[vstart:vend]}: an NVIDIA CDI device; Ascend "
+                                "containers need the /dev/davinci* devices instead", hint=hint)
             for opt, _, vstart, vend in option_values(args, ["--runtime"]):
                 if script.text[vstart:vend].strip("'\"") == "nvidia":
                     self.report(opt.start, "--runtime nvidia: Ascend containers need --device options instead",
