@@ -73,7 +73,7 @@ class EnvPositions:
         if name is not None and name in self._copies:
             return True
         if isinstance(expr, cst.Subscript):
-            return string_value(_single_index(expr)) == RAY_ENV_KEY
+            return string_value(single_index(expr)) == RAY_ENV_KEY
         if isinstance(expr, cst.Call):
             func = expr.func
             if isinstance(func, cst.Attribute) and func.attr.value == "copy" and not expr.args:
@@ -111,7 +111,7 @@ class EnvPositions:
         """`E[K]`; pass the assigned value when the subscript is an assignment target."""
         if not self.is_env_mapping(node.value):
             return []
-        key = _single_index(node)
+        key = single_index(node)
         name = string_value(key)
         if name is None:
             return []
@@ -208,7 +208,7 @@ class EnvPositions:
         return []
 
 
-def _single_index(node: cst.Subscript) -> Optional[cst.BaseExpression]:
+def single_index(node: cst.Subscript) -> Optional[cst.BaseExpression]:
     if len(node.slice) == 1 and isinstance(node.slice[0].slice, cst.Index):
         return node.slice[0].slice.value
     return None

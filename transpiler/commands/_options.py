@@ -25,6 +25,27 @@ def rule_options(fn):
     return fn
 
 
+def _check_version(ctx, param, value):
+    import re
+
+    if value is not None and not re.fullmatch(r"\d+\.\d+(\.\d+)?", value):
+        raise click.BadParameter(f"{value!r} is not a release number such as 2.6")
+    return value
+
+
+def keep_cuda_options(fn):
+    for deco in reversed([
+        click.option("--keep-cuda/--no-keep-cuda", "keep_cuda", default=False,
+                     help="Port so that the code runs on NVIDIA GPUs and Ascend NPUs alike: device-agnostic "
+                          "code that picks the accelerator at run time (docs/keep-cuda.md)."),
+        click.option("--torch-version", metavar="X.Y", callback=_check_version,
+                     help="With --keep-cuda: the oldest torch the output must run on (default: the project's "
+                          "own torch pin, else the newest snapshotted release)."),
+    ]):
+        fn = deco(fn)
+    return fn
+
+
 def _check_runtime_env(ctx, param, value):
     if value is None:
         return None

@@ -11,7 +11,7 @@ import click
 from rich.console import Console
 from rich.table import Table
 
-from npu_port.transpiler.commands._options import rule_options, split_csv
+from npu_port.transpiler.commands._options import keep_cuda_options, rule_options, split_csv
 from npu_port.transpiler.core.config import KEYS, ConfigError, ProjectConfig, load_config
 from npu_port.transpiler.core.registry import UnknownRuleError, select_specs
 from npu_port.transpiler.tables.user_tables import TableError, load_user_tables
@@ -22,6 +22,8 @@ _FLAG_KEYS: dict[str, tuple[str, Any]] = {
     "select": ("select", split_csv),
     "ignore": ("ignore", split_csv),
     "extras": ("extras", None),
+    "keep_cuda": ("keep-cuda", None),
+    "torch_version": ("torch-version", None),
     "forbid": ("forbid", split_csv),
     "no_relative": ("no-relative", None),
     "exclude": ("exclude", split_csv),
@@ -113,11 +115,12 @@ def _check_rule_names(names, where: str) -> None:
 @click.command("config")
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
 @rule_options
+@keep_cuda_options
 @policy_options
 @config_file_options
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
-def config_command(ctx, paths, target, select, ignore, extras, forbid, no_relative, exclude, rules_files, strict,
+def config_command(ctx, paths, target, select, ignore, extras, keep_cuda, torch_version, forbid, no_relative, exclude, rules_files, strict,
                    config_file, isolated, as_json):
     """Show the effective settings for PATHS (default: here) and where each one came from.
 

@@ -23,7 +23,7 @@ from npu_port.transpiler.bulk.git_copy import GitCopies
 from npu_port.transpiler.bulk.runner import RunConfig, SourceFile
 from npu_port.transpiler.bulk.worker import Task, convert_task
 from npu_port.transpiler.commands._bulk_options import bulk_options
-from npu_port.transpiler.commands._options import rule_options, runtime_env_option
+from npu_port.transpiler.commands._options import keep_cuda_options, rule_options, runtime_env_option
 from npu_port.transpiler.commands.config import (
     config_file_options,
     exclude_option,
@@ -51,11 +51,13 @@ from npu_port.transpiler.output.formats import convert_summary, summary_path_ok,
 from npu_port.transpiler.output.output_files import input_clash, same_file, why_unwritable, write_by_rename
 from npu_port.transpiler.output.progress import reporter_for
 from npu_port.transpiler.output.render import print_findings, print_summary, stderr_console, unified_diff
+from npu_port.transpiler.tables.device_agnostic import torch_for_output
 
 
 @click.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(path_type=Path, allow_dash=True))
 @rule_options
+@keep_cuda_options
 @runtime_env_option
 @click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff; write nothing.")
 @click.option("--out", "out_arg", type=click.Path(), metavar="PATH",
@@ -82,7 +84,7 @@ from npu_port.transpiler.output.render import print_findings, print_summary, std
 @rules_file_option
 @config_file_options
 @click.pass_context
-def convert(ctx, paths, target, select, ignore, extras, show_diff, out_arg, in_place, check, exclude,
+def convert(ctx, paths, target, select, ignore, extras, keep_cuda, torch_version, show_diff, out_arg, in_place, check, exclude,
             stdin_filename, report_path, jobs, quiet, force, executor, ray_address, no_cache, cache_dir, timeout,
             max_bytes, show_changes, summary_path, rules_files, runtime_env, config_file, isolated):
     """Rewrite CUDA code in PATHS for the target accelerator.
@@ -112,6 +114,11 @@ def convert(ctx, paths, target, select, ignore, extras, show_diff, out_arg, in_p
     config = resolve_config(ctx, config_paths, config_file, isolated)
     settings = dataclasses.replace(config.settings(jobs=jobs), max_bytes=max_bytes)
     console = stderr_console()
+    if settings.keep_cuda:
+        version, why = torch_for_output(settings.target, settings.torch_version, config_paths)
+        settings = dataclasses.replace(settings, torch_version=version)
+        if not quiet:
+            console.print(escape(why), highlight=False)
     started = time.perf_counter()
     interrupted = False
     dry_run = check or show_diff

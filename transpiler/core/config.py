@@ -41,6 +41,12 @@ def _string(value: Any) -> Optional[str]:
     return None if isinstance(value, str) else "a string"
 
 
+def _version(value: Any) -> Optional[str]:
+    if not isinstance(value, str) or not re.fullmatch(r"\d+\.\d+(\.\d+)?", value):
+        return 'a release number such as "2.6"'
+    return None
+
+
 def _target(value: Any) -> Optional[str]:
     if not isinstance(value, str):
         return "a string"
@@ -71,6 +77,9 @@ KEYS: dict[str, Key] = {k.name: k for k in (
     Key("ignore", _str_list, [], "leave these rules out"),
     Key("per-file-ignores", _per_file_ignores, {}, "glob -> rules left out for the files it matches"),
     Key("extras", _bool, False, "also apply the opt-in NPU additions"),
+    Key("keep-cuda", _bool, False, "device-agnostic output: the code keeps running on NVIDIA GPUs too"),
+    Key("torch-version", _version, None, "the oldest torch the --keep-cuda output must run on "
+                                          "(default: the project's own pin)"),
     Key("runtime-env", _string, None, "YAML profile for the ray-runtime-env rule", is_path=True),
     Key("forbid", _str_list, [], "packages that must not be imported (check)"),
     Key("no-relative", _bool, False, "report relative imports (check)"),
@@ -118,6 +127,8 @@ class ProjectConfig:
             select=tuple(select) or tuple(self.values["select"]),
             ignore=tuple(self.values["ignore"]),
             extras=self.values["extras"],
+            keep_cuda=self.values["keep-cuda"],
+            torch_version=self.values["torch-version"],
             jobs=jobs,
             runtime_env_profile=str(self.values["runtime-env"]) if self.values["runtime-env"] else None,
             options_extra=tuple(options),

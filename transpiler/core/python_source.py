@@ -215,4 +215,19 @@ def convert_python(data: bytes, path: str, rule_classes: Sequence[type[PythonRul
         raise SourceError("expression too deeply nested to rewrite (RecursionError)") from None
     if not ctx.changed:
         return data, ctx.findings
+    if ctx.needed_imports or ctx.unused_imports:
+        updated = _tidy_imports(updated, ctx.needed_imports, ctx.unused_imports)
     return updated.bytes, ctx.findings
+
+
+def _tidy_imports(module: cst.Module, needed, unused) -> cst.Module:
+    """Add the imports the changes need that the module lacks and remove those they left unused, as
+    LibCST's own codemods do (the removal needs scope analysis: only files that asked for it pay)."""
+    from libcst.codemod import CodemodContext
+    from libcst.codemod.visitors import AddImportsVisitor, ImportItem, RemoveImportsVisitor
+
+    if unused:
+        module = RemoveImportsVisitor(CodemodContext(), list(unused)).transform_module(module)
+    if needed:
+        module = AddImportsVisitor(CodemodContext(), [ImportItem(m, obj_name=n) for m, n in needed]).transform_module(module)
+    return module

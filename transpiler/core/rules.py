@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import inspect
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, ClassVar, Literal, Optional, get_args
 
@@ -39,6 +40,8 @@ Safety = Literal["safe", "review", "report-only"]  # how far its change can be t
 # default: convert runs it; extras: only with --extras or --select; check: `check` runs it; policy: `check`
 # runs it when its setting is on.
 Group = Literal["default", "extras", "check", "policy"]
+# A rule's device-agnostic form of a change (PythonRule.rewrite): called only when the change is made.
+Portable = Callable[[], Optional[cst.CSTNode]]
 RULE_LANGUAGES: tuple[RuleLanguage, ...] = get_args(RuleLanguage)
 SAFETY_LEVELS: tuple[Safety, ...] = get_args(Safety)
 GROUPS: tuple[Group, ...] = get_args(Group)
@@ -116,6 +119,10 @@ class RunOptions:
     """Settings a rule may read; filled from the CLI and config by the engine (Settings.run_options)."""
 
     target: str = "ascend"
+    # Device-agnostic output (convert --keep-cuda): each rule writes the form that picks the accelerator at
+    # run time (its `portable` output) and leaves, with a warning, what has none.
+    keep_cuda: bool = False
+    torch_version: Optional[str] = None  # the oldest torch that output must run on; None: the newest known
     runtime_env_profile: Optional[str] = None
     rules_files: tuple[str, ...] = ()  # the user's custom mapping rows (--rules, `rules = [...]`)
     forbid: tuple[str, ...] = ()  # the packages forbidden-import reports (--forbid, `forbid = [...]`)
@@ -161,9 +168,22 @@ class PythonContext(FileContext):
         self._stack_noted = False
         self.patched: set[int] = set()  # ids of nodes inside assignment, del and patch targets
         self.changed = False
+        # (module, name or None) the applied changes refer to: the engine adds the imports the file lacks.
+        self.needed_imports: dict[tuple[str, Optional[str]], None] = {}
+        # (module, name, asname) of imports the changes may have left unused: removed if nothing uses them.
+        self.unused_imports: dict[tuple[str, Optional[str], Optional[str]], None] = {}
 
     def resolve(self, node: cst.BaseExpression) -> Optional[str]:
         return self.imports.resolve(node)
+
+    def require_import(self, module: str, name: Optional[str] = None) -> None:
+        """The change being made names `module` (`import module`) or `name` from it (`from module import
+        name`); added after the walk unless the file has it."""
+        self.needed_imports[(module, name)] = None
+
+    def drop_if_unused(self, module: str, name: Optional[str] = None, asname: Optional[str] = None) -> None:
+        """After the walk, remove this import if nothing in the file uses it any more."""
+        self.unused_imports[(module, name, asname)] = None
 
     def position(self, node: cst.CSTNode):
         # Computed once per file and only when a rule needs a line: most parsed files need it,
@@ -241,12 +261,31 @@ class PythonRule(Rule):
         self.ctx = ctx
 
     # -- helpers for subclasses -------------------------------------------------------------
-    def rewrite(self, original: cst.CSTNode, updated: cst.CSTNode, new: cst.CSTNode, message: str):
-        """Return `new` and record the change, unless the code is to be left as it is (`left_as_is`)."""
-        if self.ctx.left_as_is(original, self.ID) or self._needs_torch_npu(original, new):
+    def rewrite(self, original: cst.CSTNode, updated: cst.CSTNode, new: cst.CSTNode, message: str, *,
+                portable: Optional[Portable] = None):
+        """Return `new` and record the change, unless the code is to be left as it is (`left_as_is`).
+
+        With --keep-cuda the change is `portable()` instead: the device-agnostic form of the same change
+        (codemods/_device_agnostic.py), called only once the change is to be made, as it may ask for
+        imports. A rule that gives none, or a None from it, leaves the code, with a warning."""
+        if self.ctx.left_as_is(original, self.ID):
+            return updated
+        if self.ctx.options.keep_cuda:
+            form = portable() if portable is not None else None
+            if form is None:
+                self.keeps_cuda(original, message)
+                return updated
+            self.ctx.note(original, self.ID, f"{message} (device-agnostic: --keep-cuda)", kind="change")
+            return form
+        if self._needs_torch_npu(original, new):
             return updated
         self.ctx.note(original, self.ID, message, kind="change")
         return new
+
+    def keeps_cuda(self, node: cst.CSTNode, message: str, hint: str = "") -> None:
+        """--keep-cuda: a change this rule makes in the default mode has no device-agnostic form here."""
+        self.report(node, f"kept for CUDA (--keep-cuda): {message} has no device-agnostic form here",
+                    hint=hint or "port this line by hand (a branch on the device), or convert without --keep-cuda")
 
     def _needs_torch_npu(self, original: cst.CSTNode, new: cst.CSTNode) -> bool:
         """A file that picks the NPU at run time keeps importing on GPU and CPU hosts: a change that would

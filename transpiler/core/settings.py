@@ -17,6 +17,8 @@ class Settings:
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
     extras: bool = False
+    keep_cuda: bool = False  # device-agnostic output (RunOptions.keep_cuda)
+    torch_version: str | None = None  # the oldest torch that output must run on; None: the newest known
     jobs: int = 1
     max_bytes: int = DEFAULT_MAX_BYTES
     runtime_env_profile: str | None = None
@@ -29,6 +31,7 @@ class Settings:
         unknown = sorted(set(extra) - set(RULE_OPTIONS))
         if unknown:
             raise ValueError(f"unknown rule option(s) {', '.join(unknown)} (known: {', '.join(RULE_OPTIONS)})")
-        return RunOptions(target=self.target, runtime_env_profile=self.runtime_env_profile,
+        return RunOptions(target=self.target, keep_cuda=self.keep_cuda, torch_version=self.torch_version,
+                          runtime_env_profile=self.runtime_env_profile,
                           rules_files=tuple(extra.get("rules_files", ())), forbid=tuple(extra.get("forbid", ())),
                           verl_version=next(iter(extra.get("verl_version", ())), None))

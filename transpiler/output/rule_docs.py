@@ -1,5 +1,5 @@
-"""A rule's documentation from its docstring: the summary and the sections What it does, Why, Example
-and Fix safety (`npu-port explain`, and docs/rules.md through tools/docgen.py)."""
+"""A rule's documentation from its docstring: the summary and the sections What it does, Why, Example,
+With --keep-cuda (the device-agnostic output, where the rule has one) and Fix safety (`npu-port explain`, and docs/rules.md through tools/docgen.py)."""
 
 from __future__ import annotations
 
@@ -10,8 +10,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:  # `explain` passes the catalog's RuleInfo, read without importing LibCST
     from npu_port.transpiler.core.rules import Rule
 
-SECTIONS = ("What it does", "Why", "Example", "Fix safety")
-_HEADING = re.compile(r"^(?:#+\s*)?(What it does|Why(?: is this bad\?)?|Example|Fix safety)\s*:?\s*$")
+SECTIONS = ("What it does", "Why", "Example", "With --keep-cuda", "Fix safety")
+_HEADING = re.compile(r"^(?:#+\s*)?(What it does|Why(?: is this bad\?)?|Example|With --keep-cuda|Fix safety)\s*:?\s*$")
+# What a rule that changes code and documents no device-agnostic form does with --keep-cuda.
+_NO_PORTABLE_FORM = ("No device-agnostic form: with `--keep-cuda` the line stays as it is, with a warning "
+                     "`kept for CUDA (--keep-cuda)` (docs/keep-cuda.md).")
 
 
 def rule_sections(rule: type[Rule]) -> dict[str, str]:
@@ -40,10 +43,13 @@ def rule_markdown(rule: type[Rule], level: int = 2) -> str:
            f"language: {rule.LANGUAGE} · group: {rule.GROUP} · fix safety: {rule.SAFETY}", ""]
     for name in SECTIONS:
         body = s.get(name)
+        if not body and name == "With --keep-cuda" and rule.GROUP in ("default", "extras") \
+                and rule.SAFETY != "report-only":
+            out += [f"{h}# {name}", "", _NO_PORTABLE_FORM, ""]
         if not body:
             continue
         out += [f"{h}# {name}", ""]
-        if name == "Example":
+        if name in ("Example", "With --keep-cuda"):
             out += ["```", textwrap.dedent(body).strip("\n"), "```", ""]
         else:
             out += [body.strip(), ""]

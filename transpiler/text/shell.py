@@ -19,7 +19,7 @@ What is looked into, and what is not:
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Optional
 
@@ -661,6 +661,10 @@ def embed(text: str, quote: Optional[str]) -> str:
     return text
 
 
+# --keep-cuda: what a launcher runs only on an Ascend host (the driver's npu-smi is on its PATH there).
+NPU_PROBE = "if command -v npu-smi >/dev/null 2>&1; then  # Ascend NPU host (npu-port --keep-cuda)"
+
+
 class ShellRule(SpanEditRule):
     """A rule over shell scripts: `check(script)` looks at commands and calls `change` / `report`."""
 
@@ -671,22 +675,30 @@ class ShellRule(SpanEditRule):
         raise NotImplementedError
 
     def change(self, start: int, end: int, new: str, message: str, *, quote: Optional[str] = None,
-               scope: Optional[tuple[int, int]] = None) -> bool:
-        """Replace [start, end) by `new` (escaped for `quote`), unless an ignore comment covers it."""
+               scope: Optional[tuple[int, int]] = None, portable: Optional[Callable[[], Optional[str]]] = None) -> bool:
+        """Replace [start, end) by `new` (escaped for `quote`), unless an ignore comment covers it; with
+        --keep-cuda by `portable()` instead (SpanEditRule.portable_text)."""
         lo, hi = scope or (start, end)
         if self.positions.is_silenced(self.ID, lo, hi):
             return False
         if any(e.start < end and start < e.end for e in self.edits):
             return False
+        form = self.portable_text(start, new, message, portable)
+        if form is None:
+            return False
+        new = form
         self.edits.append(Edit(start, end, embed(new, quote)))
         line, col = self.positions.line_col(start)
         self.ctx.add(self.ID, line, col, message, kind="change")
         return True
 
     def insert_lines(self, offset: int, lines: Sequence[str], message: str) -> bool:
-        """Insert whole lines before the line that starts at `offset`."""
+        """Insert whole lines before the line that starts at `offset`. With --keep-cuda they are NPU
+        settings that must not reach a GPU host: they go inside a device probe (npu-smi on the PATH)."""
         if self.positions.is_silenced(self.ID, offset):
             return False
+        if self.ctx.options.keep_cuda:
+            lines = [NPU_PROBE, *("    " + line if line else line for line in lines), "fi"]
         text = self.parsed.text
         lead = "\n" if offset == len(text) and text and not text.endswith("\n") else ""
         self.edits.append(Edit(offset, offset, lead + "".join(line + "\n" for line in lines)))

@@ -151,3 +151,15 @@ class SpanEditRule(TextRule):
     def report(self, offset: int, message: str, *, severity: Severity = "warning", hint: str = "") -> None:
         line, col = self.positions.line_col(offset)
         self.ctx.add(self.ID, line, col, message, severity=severity, hint=hint)
+
+    def portable_text(self, offset: int, new: str, message: str,
+                      portable: Optional[Callable[[], Optional[str]]]) -> Optional[str]:
+        """The text a change writes: `new`, or with --keep-cuda its device-agnostic form `portable()`;
+        None (said with a warning) where the change has none. Rules call it just before they edit."""
+        if not self.ctx.options.keep_cuda:
+            return new
+        form = portable() if portable is not None else None
+        if form is None:
+            self.report(offset, f"kept for CUDA (--keep-cuda): {message} has no device-agnostic form here",
+                        hint="port this line by hand (a branch on the device), or convert without --keep-cuda")
+        return form

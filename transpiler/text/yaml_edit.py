@@ -7,7 +7,7 @@ byte (comments, key order, quoting, blank lines) stays as it was.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any, Optional
 
 from ruamel.yaml import YAML
@@ -139,12 +139,18 @@ class YamlRule(SpanEditRule):
     def check(self, doc: YamlDocument) -> None:  # pragma: no cover - interface
         raise NotImplementedError
 
-    def replace(self, span: tuple[int, int], expected: str, new: str, message: str) -> bool:
-        """Replace the token at `span` when it reads `expected`, keeping its quotes."""
+    def replace(self, span: tuple[int, int], expected: str, new: str, message: str, *,
+                portable: Optional[Callable[[], Optional[str]]] = None) -> bool:
+        """Replace the token at `span` when it reads `expected`, keeping its quotes; with --keep-cuda by
+        `portable()` instead (SpanEditRule.portable_text)."""
         start, end = span
         token = self.parsed.text[start:end]
         if unquote(token) != expected or self.positions.is_silenced(self.ID, start):
             return False
+        form = self.portable_text(start, new, message, portable)
+        if form is None:
+            return False
+        new = form
         if token[:1] in "'\"" and len(token) >= 2:
             new_token = token[0] + new + token[-1]
         else:

@@ -1,0 +1,177 @@
+"""What the rules write in `convert --keep-cuda`: device-agnostic code that picks the accelerator at run time.
+
+One spelling per file, chosen the way its maintainers would:
+- a file of a VERL project (it imports verl, or is part of verl): verl's own helpers from
+  `verl.utils.device` (`get_device_name()`, `get_torch_device()`, `get_nccl_backend()`,
+  `is_npu_available`), as verl's maintainers port their code;
+- otherwise PyTorch's device-agnostic API (`torch.accelerator`, `torch.get_device_module()`) where the
+  oldest torch the project accepts has it (RunOptions.torch_version, else the project's own pin);
+- otherwise, and for names that differ between the two stacks (`CUDAGraph` / `NPUGraph`), an explicit
+  choice: `<npu form> if hasattr(torch, "npu") else <cuda form>` (torch_npu adds `torch.npu` on import).
+
+The facts (which torch release has which form, which verl helper exists in which release) are data:
+codemods/data/<target>/device_agnostic.yaml, checked against the API snapshots by tests.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+from npu_port.transpiler.core.rules import PythonContext
+from npu_port.transpiler.tables.device_agnostic import facts as _facts
+from npu_port.transpiler.tables.device_agnostic import release as _release
+
+
+def uses_verl(ctx: PythonContext) -> bool:
+    """A file of a VERL project: it imports verl, or it is part of verl itself."""
+    path = "/" + ctx.path.replace("\\", "/")
+    return "/verl/" in path or ctx.imports.imports_module("verl")
+
+
+class DeviceAgnostic:
+    """The device-agnostic expressions of one file; asking for one records the import it needs."""
+
+    def __init__(self, ctx: PythonContext):
+        self.ctx = ctx
+        facts = _facts(ctx.target)
+        self._torch = _release(ctx.options.torch_version or facts["torch"]["newest"])
+        self._since = {name: _release(v) for name, v in facts["torch"]["since"].items()}
+        self._accelerator = facts["accelerator"]  # torch.cuda name -> torch.accelerator name
+        self._verl = facts["verl"] if uses_verl(ctx) else None
+
+    def has(self, form: str) -> bool:
+        """The oldest torch the output must run on has this form (a key of device_agnostic.yaml's since:)."""
+        return self._torch >= self._since[form]
+
+    # -- the three values every rule asks for ------------------------------------------------------
+    def is_npu(self) -> cst.BaseExpression:
+        if self._verl:
+            return self._verl_name("is_npu")
+        return self._torch_expr('hasattr(torch, "npu")')
+
+    def device_type(self, *, available: bool = False) -> cst.BaseExpression:
+        """A str at run time: the accelerator's device type ("cuda" or "npu"); "cpu" where torch has no
+        accelerator, as PyTorch's own idiom says (`available`: the code has just checked there is one)."""
+        if self._verl:
+            return cst.Call(self._verl_name("device_name"))
+        if self.has("current_accelerator"):
+            if available:
+                return self._torch_expr("torch.accelerator.current_accelerator().type")
+            return self._torch_expr('torch.accelerator.current_accelerator().type '
+                                    'if torch.accelerator.is_available() else "cpu"')
+        return self.choose(cst.SimpleString('"npu"'), cst.SimpleString('"cuda"'))
+
+    def device(self) -> cst.BaseExpression:
+        """For positions that take a torch.device (`.to(...)`): the accelerator's device; None (the
+        current device) where torch has no accelerator."""
+        if self.has("current_accelerator") and not self._verl:
+            return self._torch_expr("torch.accelerator.current_accelerator()")
+        return self.device_type()
+
+    def device_module(self) -> cst.BaseExpression:
+        """The accelerator's torch module (torch.cuda or torch.npu) at run time."""
+        if self._verl:
+            return cst.Call(self._verl_name("torch_device"))
+        if self.has("get_device_module"):
+            return self._torch_expr("torch.get_device_module()")
+        return self.choose(self._torch_expr("torch.npu"), self._torch_expr("torch.cuda"))
+
+    def backend(self) -> cst.BaseExpression:
+        """A str at run time: the collective backend of the accelerator ("nccl" or "hccl")."""
+        if self._verl:
+            return cst.Call(self._verl_name("backend"))
+        return self.choose(cst.SimpleString('"hccl"'), cst.SimpleString('"nccl"'))
+
+    def accelerator(self, cuda_name: str) -> Optional[cst.BaseExpression]:
+        """`torch.accelerator.<name>` for a `torch.cuda.<cuda_name>` function, where the torch the output
+        must run on has it; None otherwise."""
+        row = self._accelerator.get(cuda_name)
+        if row is None or self._torch < _release(row["since"]):
+            return None
+        return self._torch_expr(f"torch.accelerator.{row['name']}")
+
+    def choose(self, npu: cst.BaseExpression, cuda: cst.BaseExpression) -> cst.BaseExpression:
+        """`npu if <the NPU is there> else cuda`."""
+        return cst.IfExp(test=self.is_npu(), body=npu, orelse=cuda)
+
+    def torch_name(self) -> str:
+        """How this scope of the file names torch (`import torch as T`: `T`); `torch`, imported if need be."""
+        found = self.ctx.imports.local_for("torch")
+        if found is not None and found[1] == "torch":
+            return found[0]
+        self.ctx.require_import("torch")
+        return "torch"
+
+    def _torch_expr(self, code: str) -> cst.BaseExpression:
+        name = self.torch_name()
+        return cst.parse_expression(code if name == "torch" else re.sub(r"\btorch\b", name, code))
+
+    def _verl_name(self, helper: str) -> cst.BaseExpression:
+        assert self._verl is not None
+        module, name = self._verl[helper].rsplit(".", 1)
+        self.ctx.require_import(module, name)
+        return cst.Name(name)
+
+
+def parenthesized(node: cst.BaseExpression) -> cst.BaseExpression:
+    """`node` wrapped in parentheses where it is a conditional: `(a if c else b).attr`, `f"{(a if c else b)}"`."""
+    if isinstance(node, cst.IfExp) and not node.lpar:
+        return node.with_changes(lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
+    return node
+
+
+def with_quotes_unlike(expr: cst.BaseExpression, quote: str) -> cst.BaseExpression:
+    """`expr` with its string literals in the other quote than `quote`: an expression inside an f-string
+    may not use the f-string's own quote before Python 3.12."""
+    text = cst.Module(body=[]).code_for_node(expr)
+    other = "'" if quote[0] == '"' else '"'
+    return cst.parse_expression(text.replace(quote[0], other)) if quote[0] in text else expr
+
+
+def device_text_expr(text_head: str, device: cst.BaseExpression, rest: list, start: str, end: str) -> cst.BaseExpression:
+    """A device string whose leading `cuda` (the first `len(text_head)` characters of its text, after
+    which `rest` follows) becomes `device`: `"cuda"` -> device, `"cuda:1"` -> f"{device}:1"."""
+    if not rest and text_head == "":
+        return device
+    inner = parenthesized(with_quotes_unlike(device, end))
+    parts: list[cst.BaseFormattedStringContent] = [cst.FormattedStringExpression(expression=inner)]
+    if text_head:
+        parts.append(cst.FormattedStringText(text_head))
+    return cst.FormattedString(parts=[*parts, *rest], start=start, end=end)  # type: ignore[arg-type]
+
+
+class LiteralOnly:
+    """Mixin: the string literals that only a literal may replace (an annotation such as
+    `Literal["cuda"]`, an implicit concatenation, a `case` pattern); their device-agnostic form is none."""
+
+    def _literal_only_set(self) -> set[int]:
+        if not hasattr(self, "_literal_only"):
+            self._literal_only: set[int] = set()
+        return self._literal_only
+
+    def _hold_literals(self, node: cst.CSTNode) -> None:
+        held = self._literal_only_set()
+
+        class Strings(cst.CSTVisitor):
+            def visit_SimpleString(self, n: cst.SimpleString) -> None:
+                held.add(id(n))
+
+            def visit_FormattedString(self, n: cst.FormattedString) -> None:
+                held.add(id(n))
+
+        node.visit(Strings())
+
+    def visit_Annotation(self, node: cst.Annotation) -> None:
+        self._hold_literals(node)
+
+    def visit_ConcatenatedString(self, node: cst.ConcatenatedString) -> None:
+        self._hold_literals(node)
+
+    def visit_MatchValue(self, node: cst.MatchValue) -> None:
+        self._hold_literals(node)
+
+    def literal_only(self, node: cst.CSTNode) -> bool:
+        return id(node) in self._literal_only_set()

@@ -1,0 +1,69 @@
+"""`convert --keep-cuda` from the command line: the mode, the torch its output needs, and the project pin."""
+
+from __future__ import annotations
+
+from click.testing import CliRunner
+
+from npu_port.transpiler.cli import cli
+from npu_port.transpiler.tables.project_pins import lowest_torch
+
+SCRIPT = "import torch\n\ntorch.cuda.synchronize()\nx = torch.zeros(2).cuda()\n"
+
+
+def _convert(tmp_path, *args):
+    (tmp_path / "train.py").write_text(SCRIPT, encoding="utf-8")
+    return CliRunner().invoke(cli, ["convert", str(tmp_path / "train.py"), *args])
+
+
+def test_keep_cuda_writes_device_agnostic_code_and_says_for_which_torch(tmp_path):
+    result = _convert(tmp_path, "--keep-cuda", "--isolated")
+    assert result.exit_code == 0, result.output
+    assert "torch.accelerator.synchronize()" in result.stdout
+    assert "x = torch.zeros(2).to(torch.accelerator.current_accelerator())" in result.stdout
+    assert "torch.npu" not in result.stdout and "try:\n    import torch_npu" in result.stdout
+    assert "--keep-cuda: the output must run on torch 2.13 (no torch pin found near the inputs)" in result.stderr
+
+
+def test_an_older_torch_pin_gets_the_explicit_form(tmp_path):
+    (tmp_path / "requirements.txt").write_text("numpy\n# torch==2.9.0 (old)\ntorch==2.1.0\n", encoding="utf-8")
+    result = _convert(tmp_path, "--keep-cuda", "--isolated")
+    assert result.exit_code == 0, result.output
+    assert '(torch.npu if hasattr(torch, "npu") else torch.cuda).synchronize()' in result.stdout
+    assert "torch 2.1 (requirements.txt:3 accepts it), older than torch 2.6" in result.stderr
+
+
+def test_torch_version_wins_over_the_pin_and_is_checked(tmp_path):
+    (tmp_path / "requirements.txt").write_text("torch>=2.1,<2.8\n", encoding="utf-8")
+    result = _convert(tmp_path, "--keep-cuda", "--torch-version", "2.6", "--isolated")
+    assert "torch.accelerator.synchronize()" in result.stdout and "torch 2.6 (as asked)" in result.stderr
+    bad = _convert(tmp_path, "--keep-cuda", "--torch-version", "latest")
+    assert bad.exit_code == 2 and "not a release number" in bad.output
+
+
+def test_the_project_config_makes_it_the_default_and_the_flag_turns_it_off(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[tool.npu-port]\nkeep-cuda = true\ntorch-version = "2.7"\n',
+                                             encoding="utf-8")
+    kept = _convert(tmp_path)
+    assert "torch.accelerator.synchronize()" in kept.stdout and "torch 2.7 (as asked)" in kept.stderr
+    hard = _convert(tmp_path, "--no-keep-cuda")
+    assert "torch.npu.synchronize()" in hard.stdout and "--keep-cuda" not in hard.stderr
+
+
+def test_the_lowest_pin_of_torch_or_torch_npu_counts(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[project]\ndependencies = ["torch>=2.6", "transformers"]\n',
+                                             encoding="utf-8")
+    (tmp_path / "requirements-npu.txt").write_text("torch-npu==2.5.1.post1\n", encoding="utf-8")
+    pin = lowest_torch([tmp_path / "src" / "x.py"])
+    assert pin is not None and (pin.version, pin.where) == ("2.5", "requirements-npu.txt:1")
+
+
+def test_the_walk_up_stops_at_a_git_root(tmp_path):
+    (tmp_path / "requirements.txt").write_text("torch==2.1.0\n", encoding="utf-8")
+    (tmp_path / "repo" / ".git").mkdir(parents=True)
+    assert lowest_torch([tmp_path / "repo" / "train.py"]) is None
+
+
+def test_no_pin_without_a_requirement_naming_torch(tmp_path):
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "requirements.txt").write_text("torchvision==0.20\ntorchmetrics>=1\n", encoding="utf-8")
+    assert lowest_torch([tmp_path]) is None

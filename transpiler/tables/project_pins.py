@@ -1,0 +1,81 @@
+"""The oldest release of a package that a project accepts, read from its requirement files as text.
+
+`convert --keep-cuda` writes torch's device-agnostic API only where the project's torch has it, so it
+needs the torch the project pins. The files are read, never run (setup.py is scanned for quoted
+requirement strings): the tool never executes code of the tree it converts.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Optional
+
+from npu_port.transpiler.core.files import ReadError, read_text
+
+# The files that name a project's dependencies, in the order they are believed.
+_FILES = ("requirements*.txt", "requirements/*.txt", "pyproject.toml", "setup.py", "setup.cfg",
+          "environment.yml", "environment.yaml")
+# `torch==2.1.0`, `torch>=2.1,<2.4`, `torch~=2.6`, `torch-npu==2.1.0.post3` (torch_npu follows torch's
+# numbers), with or without extras, markers or quotes around it.
+_REQUIREMENT = re.compile(
+    r"""(?:^|["'\s,\[])(?P<name>torch|torch[-_]npu)\s*(?:\[[^\]]*\])?\s*(?P<spec>(?:(?:===?|>=|~=|<=?|>|!=)\s*"""
+    r"""[0-9][0-9a-z.*+]*\s*,?\s*)+)""", re.IGNORECASE | re.MULTILINE)
+_LOWER = re.compile(r"(===?|>=|~=)\s*([0-9]+)\.([0-9]+)")
+
+
+@dataclass(frozen=True)
+class Pin:
+    version: str  # "2.1": the oldest major.minor the project accepts
+    where: str  # "requirements.txt:3"
+
+    def __str__(self) -> str:
+        return f"{self.where} (torch {self.version})"
+
+
+def lowest_torch(paths: Iterable[Path]) -> Optional[Pin]:
+    """The oldest torch release any input's project accepts (a lower bound or exact pin of torch or
+    torch-npu), or None when no requirement file near the inputs names one."""
+    found: list[Pin] = []
+    seen: set[Path] = set()
+    for path in paths:
+        root = project_root(Path(path))
+        if root is None or root in seen:
+            continue
+        seen.add(root)
+        found.extend(_pins_in(root))
+    return min(found, key=lambda p: tuple(int(x) for x in p.version.split(".")), default=None)
+
+
+def project_root(path: Path) -> Optional[Path]:
+    """The nearest folder at or above `path` holding a requirement file; the walk stops at a git root."""
+    here = path if path.is_dir() else path.parent
+    for folder in (here, *here.parents):
+        if any(next(iter(folder.glob(pattern)), None) is not None for pattern in _FILES):
+            return folder
+        if (folder / ".git").exists():
+            return None
+    return None
+
+
+def _pins_in(root: Path) -> list[Pin]:
+    out = []
+    for pattern in _FILES:
+        for file in sorted(root.glob(pattern)):
+            if not file.is_file():
+                continue
+            try:
+                text = read_text(file)
+            except (ReadError, OSError):
+                continue
+            rel = file.relative_to(root).as_posix()
+            for m in _REQUIREMENT.finditer(text):
+                if text[:m.start("name")].rsplit("\n", 1)[-1].lstrip().startswith("#"):
+                    continue
+                low = _LOWER.search(m.group("spec"))
+                if low:
+                    line = text.count("\n", 0, m.start("name")) + 1
+                    out.append(Pin(f"{low.group(2)}.{low.group(3)}", f"{rel}:{line}"))
+    return out
