@@ -7,13 +7,13 @@ from collections.abc import Iterator
 from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 
+from npu_port.transpiler.core.report import Severity
 from npu_port.transpiler.core.rules import TextRule
 from npu_port.transpiler.tables import verl_keys
 
 _SKIP_TOP = frozenset({"defaults", "hydra"})
 # Why a YAML key is a warning where a launcher override is an error.
-_YAML_NOTE = ("Hydra accepts a key a config file adds, but VERL never reads it, or refuses it where it turns the "
-              "section into a dataclass")
+_YAML_NOTE = "Hydra accepts a key a config file adds, but VERL never reads this one"
 
 
 def _walk(node: CommentedMap, prefix: str) -> Iterator[tuple[str, int, int, object]]:
@@ -79,21 +79,23 @@ class UnknownVerlKeyYaml(TextRule):
         by the project's code); those are not reported. Only the first unknown level is reported;
         free-form dicts and dicts VERL hands to another library (`engine_kwargs.vllm`,
         `override_config`, `ray_kwargs.ray_init.runtime_env`) and keys whose default is `null` are
-        not looked into. Each finding names the release and config it checked against. A key a
-        config file adds is a warning, not an error: Hydra merges it in, and whether it fails
-        depends on the code that reads the section (VERL's dataclasses refuse unknown fields, a
-        recipe's own code may read it).
+        not looked into. Each finding names the release and config it checked against. Hydra merges
+        in a key a config file adds, so what fails is VERL building a section into its dataclass
+        (the section's `_target_`, whose fields are snapshotted too): a key that class has no field
+        for is an error in a config composed with VERL's through `defaults`, unless the section is
+        off (`enable: false`); a field the class has though the YAML does not list is known. Other
+        unknown keys (plain dicts, configs without `defaults`, disabled sections) are warnings.
 
     Why:
         VERL turns most sections of its config into dataclasses (`omega_conf_to_dataclass`): an
-        unknown key there fails the job at start-up ("Key 'gpu_memory_utilisation' not in
-        'RolloutConfig'"), elsewhere it is silently never read. Hand ports rename keys that VERL
+        unknown key there fails the job at start-up ("RolloutConfig.__init__() got an unexpected
+        keyword argument 'gpu_memory_utilisation'"), elsewhere it is silently never read. Hand ports rename keys that VERL
         keeps (`n_gpus_per_node`, `*_per_gpu`), and keys come and go between releases.
 
     Example:
             actor_rollout_ref:
               rollout:
-                gpu_memory_utilisation: 0.6     # warning: did you mean gpu_memory_utilization?
+                gpu_memory_utilisation: 0.6     # error: did you mean gpu_memory_utilization?
 
     Fix safety:
         Report-only; the hint lists the closest real keys, or the VERL releases that do have the key.
@@ -119,17 +121,36 @@ class UnknownVerlKeyYaml(TextRule):
                     self._check(doc, "", release, configs, extends)
         return text
 
+    def _unknown(self, dotted: str, line: int, col: int, missing: verl_keys.UnknownKey, release: verl_keys.Release,
+                 configs: list[str], extends: bool, disabled: bool) -> None:
+        section, _, name = dotted.rpartition(".")
+        built = release.dataclass_of(section, configs)
+        if built is not None and name in built[1]:
+            return  # a field of the dataclass VERL builds the section into, which its YAML does not list
+        message = f"VERL {release.version}'s {missing.config} config has no key `{dotted}`"
+        severity: Severity = "warning"
+        note = _YAML_NOTE  # a plain dict: Hydra merges the key in and nothing reads it
+        if built is not None:
+            message += f": {built[0].rsplit('.', 1)[-1]}, which VERL builds `{section}` into, has no field `{name}`"
+            note = f"{built[0]} refuses a field it lacks when the job starts"
+            if extends and not disabled:
+                severity = "error"  # composed with VERL's own config: VERL builds the section, and it fails
+            else:
+                note += (" (the section is disabled here)" if disabled else
+                         " (if what loads this file builds the section: a config without Hydra defaults is not "
+                         "composed with VERL's)")
+        self.ctx.add(self.ID, line, col, message, severity=severity, hint=verl_keys.hint(missing, release, note))
+
     def _check(self, node: CommentedMap, prefix: str, release: verl_keys.Release, configs: list[str],
-               extends: bool) -> None:
+               extends: bool, disabled: bool = False) -> None:
+        disabled = disabled or node.get("enable") is False  # `reward_model: {enable: false, ...}` is never built
         for dotted, line, col, value in _walk(node, prefix):
             if not prefix and (dotted in _SKIP_TOP or dotted.startswith("_")):
                 continue
             missing = release.unknown_in_any(dotted, configs)
             if missing is not None:
                 if missing.key == dotted and not (extends and not prefix):
-                    self.ctx.add(self.ID, line, col,
-                                 f"VERL {release.version}'s {missing.config} config has no key `{dotted}`",
-                                 severity="warning", hint=verl_keys.hint(missing, release, _YAML_NOTE))
+                    self._unknown(dotted, line, col, missing, release, configs, extends, disabled)
                 continue
             if isinstance(value, CommentedMap):
-                self._check(value, dotted, release, configs, extends)
+                self._check(value, dotted, release, configs, extends, disabled)

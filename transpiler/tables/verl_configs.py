@@ -5,7 +5,9 @@ and for a VERL checkout that `check` is given (its own config is the schema its 
 A config is a top-level YAML file of verl/trainer/config; its keys come from the `_generated_<name>.yaml`
 VERL writes from it where the tree has one, else from the file with its Hydra `defaults` composed
 (`group@package: option` entries merged in, then the file itself). The entry points are the modules
-whose `@hydra.main(config_path=..., config_name=...)` names one of those configs.
+whose `@hydra.main(config_path=..., config_name=...)` names one of those configs. A section with a
+`_target_` is one VERL builds into that dataclass (`omega_conf_to_dataclass`): its fields are recorded
+too, as the keys such a section accepts besides the YAML's.
 """
 
 from __future__ import annotations
@@ -82,21 +84,74 @@ def composed(read: Reader, name: str, package: str = "", depth: int = 0) -> dict
     return result
 
 
-def config_keys(read: Reader, files: Iterable[str]) -> tuple[dict[str, dict[str, str]], dict[str, str]]:
-    """({config name: {dotted key: type}}, {config name: where its keys came from}) for the top-level
-    configs among `files` (paths relative to CONFIG_DIR)."""
+def _targets(mapping: dict, prefix: str = "") -> dict[str, str]:
+    """Dotted section -> its `_target_` (the class VERL builds the section into), for every section that has one."""
+    out: dict[str, str] = {}
+    target = mapping.get("_target_")
+    if isinstance(target, str) and prefix:
+        out[prefix.rstrip(".")] = target
+    for key, value in mapping.items():
+        if isinstance(value, dict):
+            out.update(_targets(value, f"{prefix}{key}."))
+    return out
+
+
+def config_keys(read: Reader, files: Iterable[str]) -> tuple[dict[str, dict[str, str]], dict[str, str],
+                                                              dict[str, dict[str, str]]]:
+    """({config name: {dotted key: type}}, {config name: where its keys came from}, {config name: {section:
+    `_target_`}}) for the top-level configs among `files` (paths relative to CONFIG_DIR)."""
     files = sorted(files)
-    keys, sources = {}, {}
+    keys, sources, targets = {}, {}, {}
     for name in sorted(f[:-5] for f in files if "/" not in f and f.endswith(".yaml") and not f.startswith("_")):
         generated = f"_generated_{name}.yaml"
         if generated in files:
             data = _load(read, CONFIG_DIR + generated)
             data.pop("defaults", None)  # Hydra's composition list, not a key
-            keys[name], sources[name] = dict(sorted(flat_keys(data).items())), CONFIG_DIR + generated
+            sources[name] = CONFIG_DIR + generated
         else:
-            keys[name] = dict(sorted(flat_keys(composed(read, name)).items()))
+            data = composed(read, name)
             sources[name] = CONFIG_DIR + f"{name}.yaml (defaults composed)"
-    return keys, sources
+        keys[name], targets[name] = dict(sorted(flat_keys(data).items())), dict(sorted(_targets(data).items()))
+    return keys, sources, targets
+
+
+def _is_dataclass(node: ast.ClassDef) -> bool:
+    for deco in node.decorator_list:
+        func = deco.func if isinstance(deco, ast.Call) else deco
+        if ast.unparse(func).rsplit(".", 1)[-1] == "dataclass":
+            return True
+    return False
+
+
+def dataclass_fields(read: Reader, python_files: Iterable[str], targets: Iterable[str]) -> dict[str, list[str]]:
+    """`_target_` -> the fields of that dataclass, its bases' included, for the targets found among the
+    sources (classes are matched by name: a name two modules define gets the fields of both)."""
+    own: dict[str, set[str]] = {}
+    bases: dict[str, set[str]] = {}
+    wanted = {t.rsplit(".", 1)[-1] for t in targets}
+    for path in sorted(python_files):
+        source = read(path) or ""
+        if "dataclass" not in source:
+            continue
+        try:
+            tree = ast.parse(source)
+        except (SyntaxError, ValueError, RecursionError):
+            continue
+        for node in ast.walk(tree):
+            if isinstance(node, ast.ClassDef) and _is_dataclass(node):
+                own.setdefault(node.name, set()).update(
+                    s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name))
+                bases.setdefault(node.name, set()).update(ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases)
+
+    def fields(name: str, seen: frozenset[str] = frozenset()) -> set[str]:
+        out = set(own.get(name, ()))
+        for base in bases.get(name, ()):
+            if base not in seen:
+                out |= fields(base, seen | {name})
+        return out
+
+    return {t: sorted(fields(t.rsplit(".", 1)[-1])) for t in sorted(set(targets))
+            if t.rsplit(".", 1)[-1] in wanted and t.rsplit(".", 1)[-1] in own}
 
 
 def hydra_config_name(source: str, path: str) -> Optional[str]:
@@ -136,7 +191,9 @@ def packaged(paths: Iterable[str], read: Reader) -> dict:
     """The key-snapshot fields of a VERL tree whose files are `paths` (posix, relative to its root)."""
     paths = list(paths)
     files = sorted(p[len(CONFIG_DIR):] for p in paths if p.startswith(CONFIG_DIR) and p.endswith(".yaml"))
-    keys, sources = config_keys(read, files)
+    keys, sources, targets = config_keys(read, files)
     python = [p for p in paths if p.startswith("verl/") and p.endswith(".py")]
+    used = {t for by_section in targets.values() for t in by_section.values()}
     return {"config_keys": keys, "config_sources": sources, "config_files": files,
-            "entry_configs": entry_configs(read, python, keys)}
+            "entry_configs": entry_configs(read, python, keys), "config_targets": targets,
+            "dataclass_fields": dataclass_fields(read, python, used)}

@@ -60,6 +60,8 @@ class Release:
     configs: dict[str, dict[str, str]]  # config name -> dotted key -> type of its default
     entries: dict[str, str]  # entry-point module -> the config name its @hydra.main composes
     groups: frozenset[str] = field(default=frozenset())  # config group folders (`actor`, `model_engine`, ...)
+    targets: dict[str, dict[str, str]] = field(default_factory=dict)  # config -> section -> its `_target_` class
+    fields: dict[str, frozenset[str]] = field(default_factory=dict)  # `_target_` class -> its dataclass fields
     _children: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict, compare=False, repr=False)
 
     def entry_config(self, module: str) -> Optional[str]:
@@ -105,6 +107,15 @@ class Release:
             return None
         return results[0]
 
+    def dataclass_of(self, section: str, configs: list[str]) -> Optional[tuple[str, frozenset[str]]]:
+        """(class, its fields) when VERL builds `section` into a dataclass (its `_target_` in any of
+        `configs`) whose fields are known; None otherwise."""
+        for config in configs:
+            target = self.targets.get(config, {}).get(section)
+            if target is not None and target in self.fields:
+                return target, self.fields[target]
+        return None
+
     def key_type(self, dotted: str, config: str) -> Optional[str]:
         return self.configs.get(config, {}).get(dotted)
 
@@ -130,7 +141,8 @@ class Release:
 def _from_record(version: str, raw: dict) -> Release:
     files = raw.get("config_files", [])
     return Release(version, dict(raw.get("config_keys", {})), dict(raw.get("entry_configs") or _DEFAULT_ENTRIES),
-                   frozenset(f.split("/", 1)[0] for f in files if "/" in f))
+                   frozenset(f.split("/", 1)[0] for f in files if "/" in f), dict(raw.get("config_targets", {})),
+                   {k: frozenset(v) for k, v in (raw.get("dataclass_fields") or {}).items()})
 
 
 def _from_snapshot(snap: api_facts.ApiSnapshot) -> Release:
