@@ -155,3 +155,33 @@ def test_megatron_keys_given_to_the_fsdp_config_name_the_config_that_has_them(tm
                                           "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2\n"})
     _, doc, _ = check(str(root / "run.sh"))
     assert "--config-name=ppo_megatron_trainer" in doc["findings"][0]["hint"]
+
+
+def test_dataclass_fields_include_the_bases_and_only_dataclasses_count():
+    from npu_port.transpiler.tables import verl_configs
+
+    sources = {
+        "verl/base.py": "from dataclasses import dataclass\n\n\n@dataclass\nclass BaseConfig:\n    _target_: str = ''\n",
+        "verl/cfg.py": "import dataclasses\nfrom verl.base import BaseConfig\n\n\n@dataclasses.dataclass\n"
+                       "class RolloutConfig(BaseConfig):\n    name: str = 'vllm'\n    server: dict = None\n\n\n"
+                       "class NotADataclass:\n    hidden: int = 0\n",
+    }
+    fields = verl_configs.dataclass_fields(sources.get, sources, ["verl.cfg.RolloutConfig", "verl.cfg.NotADataclass"])
+    assert fields == {"verl.cfg.RolloutConfig": ["_target_", "name", "server"]}
+
+
+def test_a_checkout_yaml_may_use_a_field_its_dataclass_has(tmp_path):
+    root = project(tmp_path, **{
+        "verl/version/version": "0.10.0.dev\n",
+        "verl/trainer/config/ppo_trainer.yaml": "actor_rollout_ref:\n  rollout:\n    _target_: verl.cfg.RolloutConfig\n"
+                                                "    name: vllm\ntrainer:\n  nnodes: 1\n",
+        "verl/cfg.py": "from dataclasses import dataclass\n\n\n@dataclass\nclass RolloutConfig:\n    _target_: str = ''\n"
+                       "    name: str = 'vllm'\n    server: dict = None\n",
+        "recipe/config.yaml": "defaults:\n  - ppo_trainer\n  - _self_\nactor_rollout_ref:\n  rollout:\n"
+                              "    server: {timeout: 60}\n    sever: {timeout: 60}\ntrainer:\n  nnodes: 2\n",
+    })
+    code, doc, _ = check(str(root / "recipe"))
+    assert code == 1
+    assert [(f["line"], f["severity"]) for f in doc["findings"]] == [(7, "error")]
+    assert "RolloutConfig, which VERL builds `actor_rollout_ref.rollout` into, has no field `sever`" in \
+        doc["findings"][0]["message"]
