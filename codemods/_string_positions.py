@@ -6,13 +6,14 @@ from typing import ClassVar, Optional
 
 import libcst as cst
 
+from npu_port.codemods._device_agnostic import DeviceAgnostic, LiteralOnly
 from npu_port.transpiler.analysis.positions import PositionFinder, PositionPolicy, string_leaves
 from npu_port.transpiler.core.cst_walk import transform
 from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables.mapping import load_table
 
 
-class StringPositionRule(PythonRule):
+class StringPositionRule(LiteralOnly, PythonRule):
     POSITION: ClassVar[str]  # section of positions.yaml
 
     def __init__(self, ctx):
@@ -34,6 +35,36 @@ class StringPositionRule(PythonRule):
     def new_text(text: str) -> Optional[str]:
         """The target spelling of a string's text (or its leading part), or None to leave it."""
         raise NotImplementedError
+
+    def agnostic_value(self, node, agnostic: DeviceAgnostic) -> Optional[cst.BaseExpression]:
+        """--keep-cuda: the expression that reads as the string does on each device. By default the
+        explicit choice `<target spelling> if <NPU> else <string>`; rules with a named form override."""
+        new = self._converted(node)
+        return agnostic.choose(new, node) if new is not None else None
+
+    def _portable(self, original, updated):
+        """The device-agnostic form of a string's change, for PythonRule.rewrite (None: a literal must stay)."""
+        def form():
+            if self.literal_only(original):
+                return None
+            return self.agnostic_value(updated, self.agnostic)
+        return form
+
+    @property
+    def agnostic(self) -> DeviceAgnostic:
+        if not hasattr(self, "_agnostic"):
+            self._agnostic = DeviceAgnostic(self.ctx)
+        return self._agnostic
+
+    def _replacement(self, original, updated, new) -> Optional[cst.CSTNode]:
+        """What a held string (one that flows into a position) becomes: `new`, or with --keep-cuda its
+        device-agnostic form; None (with a warning) where it has none."""
+        if not self.ctx.options.keep_cuda:
+            return new
+        form = self._portable(original, updated)()
+        if form is None:
+            self.keeps_cuda(original, f"{_text_of(original)} -> {_text_of(new)}")
+        return form
 
     @classmethod
     def scout(cls, facts, options) -> bool:
@@ -104,8 +135,11 @@ class StringPositionRule(PythonRule):
             signature, param = self._parameter(key)
             if signature is None or param not in signature.positions or self.ctx.left_as_is(original, self.ID):
                 continue
-            todo[i] = new
-            self.ctx.note(original, self.ID, f"{_text_of(original)} -> {_text_of(new)} (flows into a {self.POSITION} "
+            form = self._replacement(original, original, new)
+            if form is None:
+                continue
+            todo[i] = form
+            self.ctx.note(original, self.ID, f"{_text_of(original)} -> {_text_of(form)} (flows into a {self.POSITION} "
                                              f"position through `{signature.name}({param})`)", kind="change")
         return transform(updated, _ReplaceStrings(todo)) if todo else updated
 
@@ -120,8 +154,11 @@ class StringPositionRule(PythonRule):
         if not todo:
             return updated
         for i, (var, new, original) in flow.rewrites.items():
-            if i in todo and not self.ctx.left_as_is(original, self.ID):
-                self.ctx.note(original, self.ID, f"{_text_of(original)} -> {_text_of(new)} (flows into a position through `{var}`)",
+            form = self._replacement(original, original, new) if i in todo and not self.ctx.left_as_is(original, self.ID) \
+                else None
+            if form is not None:
+                todo[i] = form
+                self.ctx.note(original, self.ID, f"{_text_of(original)} -> {_text_of(form)} (flows into a position through `{var}`)",
                               kind="change")
             else:
                 todo.pop(i, None)
@@ -192,7 +229,8 @@ class StringPositionRule(PythonRule):
         if id(original) in self._marked:
             new = self._converted(updated)
             if new is not None:
-                return self.rewrite(original, updated, new, f"{_text_of(original)} -> {_text_of(new)}")
+                return self.rewrite(original, updated, new, f"{_text_of(original)} -> {_text_of(new)}",
+                                    portable=self._portable(original, updated))
             return updated
         key = self._held_args.get(id(original))
         if key is not None:

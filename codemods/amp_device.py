@@ -3,7 +3,7 @@ from __future__ import annotations
 from typing import Optional
 
 from npu_port.codemods._string_positions import StringPositionRule
-from npu_port.codemods.device_string import npu_device_text
+from npu_port.codemods.device_string import agnostic_device, npu_device_text
 from npu_port.transpiler.core.rules import CUDA_WORD
 
 
@@ -23,6 +23,10 @@ class AmpDevice(StringPositionRule):
         with torch.autocast(device_type="cuda", dtype=torch.bfloat16):
         ->  with torch.autocast(device_type="npu", dtype=torch.bfloat16):
 
+    With --keep-cuda:
+        torch.autocast(device_type="cuda")
+        ->  torch.autocast(device_type=torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else "cpu")
+
     Fix safety:
         safe: torch_npu registers "npu" as an autocast device type.
     """
@@ -36,3 +40,6 @@ class AmpDevice(StringPositionRule):
     @staticmethod
     def new_text(text: str) -> Optional[str]:
         return npu_device_text(text)
+
+    def agnostic_value(self, node, agnostic):
+        return agnostic_device(node, agnostic.device_type())

@@ -3,6 +3,9 @@ from __future__ import annotations
 import re
 from typing import Optional
 
+import libcst as cst
+
+from npu_port.codemods._device_agnostic import device_text_expr
 from npu_port.codemods._string_positions import StringPositionRule
 from npu_port.transpiler.core.rules import CUDA_WORD
 
@@ -42,6 +45,12 @@ class DeviceString(StringPositionRule):
         dev = torch.device(f"cuda:{rank}")          ->  dev = torch.device(f"npu:{rank}")
         print("running on cuda")                    ->  (unchanged)
 
+    With --keep-cuda:
+        x = x.to("cuda:0")   ->  x = x.to(f"{(torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else 'cpu')}:0")
+        torch.device("cuda" if torch.cuda.is_available() else "cpu")
+                             ->  torch.device(torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else "cpu")
+        (verl files: get_device_name(); torch older than 2.6: "npu" if hasattr(torch, "npu") else "cuda")
+
     Fix safety:
         safe: only literal device strings in device positions change, to the same device on the NPU.
     """
@@ -52,6 +61,35 @@ class DeviceString(StringPositionRule):
     TRIGGER_PATTERNS = (CUDA_WORD,)
     POSITION = "device"
 
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._checked = set()  # ids of strings whose conditional has checked for an accelerator
+
     @staticmethod
     def new_text(text: str) -> Optional[str]:
         return npu_device_text(text)
+
+    def agnostic_value(self, node, agnostic):
+        return agnostic_device(node, agnostic.device_type(available=id(node) in self._checked))
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        # `"cuda" if torch.cuda.is_available() else "cpu"`: the test has asked already.
+        test = node.test
+        if isinstance(test, cst.Call) and self.ctx.resolve(test.func) == "torch.cuda.is_available":
+            self._checked.add(id(node.body))
+
+
+def agnostic_device(node, device: cst.BaseExpression) -> Optional[cst.BaseExpression]:
+    """`"cuda"` -> device, `"cuda:1"` -> f"{device}:1", f"cuda:{i}" -> f"{device}:{i}" (--keep-cuda)."""
+    if isinstance(node, cst.SimpleString):
+        text = node.raw_value
+        if not _CUDA_DEVICE.match(text):
+            return None
+        quote = node.quote
+        rest = text[4:].replace("{", "{{").replace("}", "}}")  # "cuda:{}".format(i) keeps its template
+        return device_text_expr(rest, device, [], "f" + node.prefix + quote, quote) \
+            if text != "cuda" else device
+    first = node.parts[0]
+    if not isinstance(first, cst.FormattedStringText) or not _CUDA_DEVICE.match(first.value):
+        return None
+    return device_text_expr(first.value[4:], device, list(node.parts[1:]), node.start, node.end)

@@ -7,7 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from npu_port.codemods._env_table import EnvVarTable, env_triggers
-from npu_port.transpiler.analysis.env_positions import EnvName, EnvPositions
+from npu_port.transpiler.analysis.env_positions import EnvName, EnvPositions, single_index
 from npu_port.transpiler.analysis.literals import string_value, with_string_value
 from npu_port.transpiler.core.rules import PythonContext, PythonRule
 
@@ -34,6 +34,11 @@ class EnvVarNames(PythonRule):
         os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"    ->  os.environ["ASCEND_RT_VISIBLE_DEVICES"] = "0,1"
         logger.info("CUDA_VISIBLE_DEVICES=%s", ids)   ->  unchanged (a log message, not a position)
 
+    With --keep-cuda:
+        os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"
+        ->  os.environ["CUDA_VISIBLE_DEVICES"] = os.environ["ASCEND_RT_VISIBLE_DEVICES"] = "0,1"
+        (set under both names; a read of a CUDA name is kept for CUDA, with a warning)
+
     Fix safety:
         Safe: only literal names in positions that key an environment change, and the table is the
         renames upstream NPU scripts make. Names built at run time (f-strings) are left alone.
@@ -59,6 +64,7 @@ class EnvVarNames(PythonRule):
         # Names spelled next to a renamed one (other keywords of its call, other keys of its dict): a
         # script written for both platforms may already set the target name there.
         self._siblings: dict[cst.CSTNode, frozenset[str]] = {}
+        self._both: dict[cst.CSTNode, cst.Assign] = {}  # --keep-cuda: name node -> its assignment
 
     def _take(self, found: list[EnvName]) -> None:
         for env in found:
@@ -79,7 +85,36 @@ class EnvVarNames(PythonRule):
         self.positions.track_assignment([t.target for t in node.targets], node.value)
         for t in node.targets:
             if isinstance(t.target, cst.Subscript):
-                self._take(self.positions.in_subscript(t.target, node.value))
+                found = self.positions.in_subscript(t.target, node.value)
+                self._take(found)
+                if found and self.ctx.options.keep_cuda and len(node.targets) == 1:
+                    self._both[found[0].node] = node  # set under both names (--keep-cuda)
+        if len(node.targets) > 1:  # `E[CUDA name] = E[NPU name] = v`: set under both names already
+            keys = [single_index(t.target) for t in node.targets if isinstance(t.target, cst.Subscript)]
+            named = {string_value(k) for k in keys if k is not None}
+            for key in keys:
+                rename = self._renames.get(key) if key is not None else None
+                if rename is not None and rename[1] in named:
+                    del self._renames[key]
+
+    def leave_Assign(self, original: cst.Assign, updated: cst.Assign):
+        """--keep-cuda: `os.environ["CUDA_VISIBLE_DEVICES"] = v` sets the NPU name too, in one statement
+        (`os.environ["CUDA_VISIBLE_DEVICES"] = os.environ["ASCEND_RT_VISIBLE_DEVICES"] = v`): the process
+        reads whichever its device needs, and code that reads the CUDA name keeps working."""
+        names = [n for n, assign in self._both.items() if assign is original and n in self._renames]
+        if not names:
+            return updated
+        old, new = self._renames[names[0]]
+        target = updated.targets[0]
+        assert isinstance(target.target, cst.Subscript)
+        key = single_index(target.target)
+        if key is None or not isinstance(key, cst.SimpleString):
+            return updated
+        second = target.with_changes(target=target.target.with_changes(
+            slice=[cst.SubscriptElement(cst.Index(with_string_value(key, new)))]))
+        both = updated.with_changes(targets=[target, second])
+        return self.rewrite(names[0], updated, updated, f"environment variable {old} -> also {new}",
+                            portable=lambda: both)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self.positions.track_assignment([node.target], node.value)
@@ -112,6 +147,8 @@ class EnvVarNames(PythonRule):
         if rename is None:
             return updated
         old, new = rename
+        if original in self._both:
+            return updated  # set under both names by leave_Assign
         if new in self._siblings.get(original, ()):
             self.report(original, f"{old} is set next to {new}; left as is (renaming it would set {new} twice)",
                         severity="info", hint=f"delete the {old} entry")

@@ -48,6 +48,11 @@ class NcclBackend(StringPositionRule):
         if args.backend == "nccl":               ->  if args.backend == "hccl":
         logger.info("using nccl")                ->  (unchanged)
 
+    With --keep-cuda:
+        dist.init_process_group(backend="nccl")
+        ->  dist.init_process_group(backend="hccl" if hasattr(torch, "npu") else "nccl")
+        (verl files: backend=get_nccl_backend())
+
     Fix safety:
         safe: only backend strings in backend positions change.
     """
@@ -61,6 +66,11 @@ class NcclBackend(StringPositionRule):
     def new_text(text: str) -> Optional[str]:
         return hccl_backend_text(text)
 
+    def agnostic_value(self, node, agnostic):
+        if isinstance(node, cst.SimpleString) and node.raw_value == "nccl":
+            return agnostic.backend()
+        return super().agnostic_value(node, agnostic)  # "cpu:gloo,cuda:nccl": the explicit choice
+
     @classmethod
     def scout(cls, facts, options) -> bool:
         return facts.has_word("NCCL", "is_nccl_available") or super().scout(facts, options)
@@ -68,8 +78,9 @@ class NcclBackend(StringPositionRule):
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
         name = original.attr.value
         if name == "NCCL" and self.ctx.resolve(original) == "torch.distributed.Backend.NCCL":
-            return self.rewrite(original, updated, updated.with_changes(attr=cst.Name("HCCL")),
-                                "`Backend.NCCL` -> `Backend.HCCL`")
+            new = updated.with_changes(attr=cst.Name("HCCL"))
+            return self.rewrite(original, updated, new, "`Backend.NCCL` -> `Backend.HCCL`",
+                                portable=lambda: self.agnostic.choose(new, updated))
         if name == "is_nccl_available" and self.ctx.resolve(original) == _IS_NCCL:
             return self.rewrite(original, updated, dotted_expr(_IS_HCCL, like=updated),
                                 f"`{dotted_name(original)}` -> `{_IS_HCCL}`")

@@ -132,7 +132,7 @@ class ProfilerToNpu(PythonRule):
         body = self._split_imports(updated.body)
         if body is None:
             return updated
-        if self.ctx.is_silenced(original, self.ID):
+        if self.ctx.is_silenced(original, self.ID) or self._keeps_cuda(original):
             return updated
         if len(updated.body) == 1 and len(body) == 2:
             # One import became two: put the torch one on its own line below.
@@ -145,10 +145,16 @@ class ProfilerToNpu(PythonRule):
 
     def leave_SimpleStatementSuite(self, original: cst.SimpleStatementSuite, updated: cst.SimpleStatementSuite):
         body = self._split_imports(updated.body)
-        if body is None or self.ctx.is_silenced(original, self.ID):
+        if body is None or self.ctx.is_silenced(original, self.ID) or self._keeps_cuda(original):
             return updated
         self._note_import(original)
         return updated.with_changes(body=body)
+
+    def _keeps_cuda(self, node: cst.CSTNode) -> bool:
+        if self.ctx.options.keep_cuda:
+            self.keeps_cuda(node, f"from {self.table.cuda_module} import ... -> from {self.table.npu_module} import ...")
+            return True
+        return False
 
     def _note_import(self, node: cst.CSTNode) -> None:
         self.ctx.note(node, self.ID, f"from {self.table.cuda_module} import ... -> "

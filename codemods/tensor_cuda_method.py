@@ -1,12 +1,24 @@
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
+from npu_port.codemods._device_agnostic import DeviceAgnostic
+from npu_port.transpiler.analysis.imports import dotted_expr
 from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
 from npu_port.transpiler.tables.mapping import load_table
 
 # Methods that return an object of the same class: `TensorDict(...).to("cpu")` is a TensorDict still.
 _RETURN_SELF = frozenset({"cuda", "cpu", "to", "clone", "contiguous", "detach"})
+
+
+def _on_accelerator(value: cst.BaseExpression) -> cst.BaseExpression:
+    """--keep-cuda: `x.is_cuda` -> `x.device.type in ("cuda", "npu")`, True on either accelerator."""
+    device = cst.Attribute(value=cst.Attribute(value=value, attr=cst.Name("device")), attr=cst.Name("type"))
+    pair = cst.parse_expression('("cuda", "npu")')
+    return cst.Comparison(left=device, comparisons=[cst.ComparisonTarget(cst.In(), pair)],
+                          lpar=[cst.LeftParen()], rpar=[cst.RightParen()])
 
 
 class TensorCudaMethod(PythonRule):
@@ -26,6 +38,11 @@ class TensorCudaMethod(PythonRule):
         model = Net().cuda()            ->  model = Net().npu()
         if batch.is_cuda: ...           ->  if batch.is_npu: ...
         td = TensorDict(d, [2]).cuda()  ->  td = TensorDict(d, [2]).to("npu")
+
+    With --keep-cuda:
+        model = Net().cuda()            ->  model = Net().to(torch.accelerator.current_accelerator())
+        x.cuda(rank, non_blocking=True) ->  x.to(torch.device(torch.accelerator.current_accelerator().type, rank), non_blocking=True)
+        if batch.is_cuda: ...           ->  if (batch.device.type in ("cuda", "npu")): ...
 
     Fix safety:
         safe for torch objects. A user class with its own `cuda()` method would need a matching `npu()`;
@@ -88,10 +105,31 @@ class TensorCudaMethod(PythonRule):
                     return updated
                 new = updated.with_changes(func=func.with_changes(attr=cst.Name("to")),
                                            args=[cst.Arg(cst.SimpleString('"npu"'))])
-                return self.rewrite(original, updated, new, '`.cuda()` -> `.to("npu")` (the object has no `.npu()`)')
+                return self.rewrite(original, updated, new, '`.cuda()` -> `.to("npu")` (the object has no `.npu()`)',
+                                    portable=lambda: self._to_accelerator(updated))
             new = updated.with_changes(func=func.with_changes(attr=cst.Name("npu")))
-            return self.rewrite(original, updated, new, "`.cuda()` -> `.npu()`")
+            return self.rewrite(original, updated, new, "`.cuda()` -> `.npu()`",
+                                portable=lambda: self._to_accelerator(updated))
         return updated
+
+    def _to_accelerator(self, call: cst.Call) -> Optional[cst.Call]:
+        """--keep-cuda: `.cuda(...)` -> `.to(<the accelerator>, ...)`; an index goes with the device type
+        (`.cuda(1)` -> `.to(torch.device(<type>, 1))`)."""
+        agnostic = DeviceAgnostic(self.ctx)
+        index = next((a for a in call.args if a.keyword is None or a.keyword.value == "device"), None)
+        if index is None:
+            device = agnostic.device()
+        elif index.star:
+            return None
+        else:
+            device = cst.Call(dotted_expr(f"{agnostic.torch_name()}.device"), args=[cst.Arg(agnostic.device_type(available=True)),
+                                                                 cst.Arg(index.value)])
+        rest = [a for a in call.args if a is not index]
+        func = call.func
+        assert isinstance(func, cst.Attribute)
+        return call.with_changes(func=func.with_changes(attr=cst.Name("to")),
+                                 args=[cst.Arg(device, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                                       if rest else cst.Arg(device), *rest])
 
     def visit_Module(self, node: cst.Module) -> None:
         # A file that assigns `x.is_cuda = ...` has its own attribute of that name: leave its reads too.
@@ -100,5 +138,5 @@ class TensorCudaMethod(PythonRule):
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
         if original.attr.value == "is_cuda" and not self._own_is_cuda and not self._is_module(original.value):
             return self.rewrite(original, updated, updated.with_changes(attr=cst.Name("is_npu")),
-                                "`.is_cuda` -> `.is_npu`")
+                                "`.is_cuda` -> `.is_npu`", portable=lambda: _on_accelerator(updated.value))
         return updated

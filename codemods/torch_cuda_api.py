@@ -4,7 +4,8 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from npu_port.codemods._torch_cuda_table import CUDA_ROOT, canonical, is_cuda_name, table_for
+from npu_port.codemods._device_agnostic import DeviceAgnostic, parenthesized
+from npu_port.codemods._torch_cuda_table import CUDA_ROOT, Row, canonical, is_cuda_name, table_for
 from npu_port.transpiler.analysis.imports import dotted_expr, dotted_name, leftmost_name
 from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
 
@@ -32,6 +33,15 @@ class TorchCudaApi(PythonRule):
     Names without an NPU equivalent (`nvtx.range`, `jiterator`, `get_arch_list`, ...) are left as
     they are and reported; a name missing from the table is reported, never guessed.
 
+    With --keep-cuda:
+        torch.cuda.synchronize()          ->  torch.accelerator.synchronize()
+        torch.cuda.set_device(rank)       ->  torch.accelerator.set_device_index(rank)
+        torch.cuda.max_memory_allocated() ->  torch.accelerator.max_memory_allocated()
+        torch.cuda.get_device_name()      ->  torch.get_device_module().get_device_name()
+        g = torch.cuda.CUDAGraph()        ->  g = (torch.npu.NPUGraph if hasattr(torch, "npu") else torch.cuda.CUDAGraph)()
+        (torch.accelerator where the torch the output must run on has the function and the call passes no
+        keyword; verl files: get_torch_device(); imports of torch.cuda names go once nothing uses them)
+
     Fix safety:
         safe: every emitted name exists in torch-npu 2.14 (a test checks the table against the API
         snapshot) and takes the same arguments.
@@ -55,6 +65,8 @@ class TorchCudaApi(PythonRule):
         # The torch.cuda names this file uses that stay as they are (no NPU equivalent, or one that answers
         # differently): an `if` guarding them keeps its CUDA test, or the branch would run on the NPU and fail.
         self._functions: list[cst.FunctionDef] = []
+        self._agnostic_plans: dict[int, tuple[Row, str]] = {}  # --keep-cuda: id(node) -> (row, rest)
+        self._keyword_calls: set[int] = set()  # ids of callees called with a keyword argument
         self._staying = [r.cuda for r in self.table.rows.values()
                          if r.status in ("unsupported", "differs") and r.cuda.rsplit(".", 1)[-1] in ctx.text]
 
@@ -121,9 +133,17 @@ class TorchCudaApi(PythonRule):
         if id(node) in self._inner:
             return
         binding = self.ctx.imports.binding(node.value)
-        # Bare uses need a change only when the import renames the local (`from torch import cuda`).
+        # Bare uses need a change only when the import renames the local (`from torch import cuda`);
+        # with --keep-cuda every use of a name imported from torch.cuda is written device-agnostic, and
+        # the import stays (torch.cuda imports on every host).
         if binding and binding.kind == "from" and binding.target == CUDA_ROOT and not binding.aliased:
             self._plan(node, CUDA_ROOT)
+        elif binding and binding.kind == "from" and is_cuda_name(binding.target) and self.ctx.options.keep_cuda:
+            self._plan(node, binding.target)
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if any(a.keyword is not None for a in node.args):
+            self._keyword_calls.add(id(node.func))
 
     def _skip_names(self, *names: Optional[cst.CSTNode]) -> None:
         for n in names:
@@ -148,6 +168,12 @@ class TorchCudaApi(PythonRule):
         if node.module is not None:
             self._mark_chain(node.module)
 
+    @property
+    def agnostic(self) -> DeviceAgnostic:
+        if not hasattr(self, "_device_agnostic"):
+            self._device_agnostic = DeviceAgnostic(self.ctx)
+        return self._device_agnostic
+
     def _mark_chain(self, node: cst.CSTNode) -> None:
         while isinstance(node, cst.Attribute):
             self._inner.add(id(node))
@@ -168,6 +194,9 @@ class TorchCudaApi(PythonRule):
         if row.status == "differs":
             self.report(node, f"`{row.npu}` exists but does not answer as `{row.cuda}` does; left unchanged",
                         hint=row.hint)
+            return
+        if self.ctx.options.keep_cuda:
+            self._agnostic_plans[id(node)] = (row, rest)
             return
         new_q = row.npu + rest
         base = leftmost_name(node)
@@ -201,14 +230,47 @@ class TorchCudaApi(PythonRule):
         return self._apply(original, updated)
 
     def _apply(self, original, updated):
+        if id(original) in self._agnostic_plans:
+            row, rest = self._agnostic_plans[id(original)]
+            return self.rewrite(original, updated, updated, f"`{dotted_name(original)}`",
+                                portable=lambda: self._agnostic(original, updated, row, rest))
         dotted = self._plans.get(id(original))
         if dotted is None:
             return updated
         return self.rewrite(original, updated, dotted_expr(dotted, like=updated),
                             f"`{dotted_name(original)}` -> `{dotted}`")
 
+    def _agnostic(self, original, updated, row: Row, rest: str) -> Optional[cst.BaseExpression]:
+        """--keep-cuda: torch.accelerator's function where there is one and the call passes no keyword
+        (its device argument is positional-only); the device module's attribute where torch_npu has the
+        same name; else the explicit choice between the two names."""
+        agnostic = self.agnostic
+        name = row.cuda[len(CUDA_ROOT) + 1:]
+        if not rest and id(original) not in self._keyword_calls:
+            found = agnostic.accelerator(name)
+            if found is not None:
+                return found
+        if row.status == "same":
+            module = parenthesized(agnostic.device_module())
+            return _attributes(module, [p for p in (name + rest).split(".") if p])
+        npu_name = row.npu + rest
+        if not npu_name.startswith("torch."):
+            return None  # a torch_npu module: this file may not have it bound on an NPU host
+        torch = agnostic.torch_name()
+        npu = dotted_expr(torch + npu_name[len("torch"):])
+        # The CUDA side spelled in full: an alias import (`from torch.cuda import CUDAGraph`) goes unused.
+        cuda = dotted_expr(f"{torch}.cuda.{name}{rest}")
+        return parenthesized(agnostic.choose(npu, cuda))
+
     # -- imports ----------------------------------------------------------------------------
     def leave_Import(self, original: cst.Import, updated: cst.Import):
+        if self.ctx.options.keep_cuda:
+            # The uses are made device-agnostic: the import goes where nothing uses it any more.
+            for alias in updated.names:
+                full = dotted_name(alias.name)
+                if full and is_cuda_name(full) and alias.asname is not None:
+                    self.ctx.drop_if_unused(full, None, dotted_name(alias.asname.name))
+            return updated
         names = list(updated.names)
         changed = False
         for i, alias in enumerate(names):
@@ -229,6 +291,9 @@ class TorchCudaApi(PythonRule):
                             "import of a torch.cuda module -> its torch_npu module")
 
     def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom):
+        if self.ctx.options.keep_cuda:
+            self._drop_if_unused(updated)
+            return updated
         module = dotted_name(updated.module) if updated.module is not None else None
         if module is None or updated.relative:
             return updated
@@ -254,6 +319,17 @@ class TorchCudaApi(PythonRule):
             for m, a in groups.items()
         ]
         return updated
+
+    def _drop_if_unused(self, node: cst.ImportFrom) -> None:
+        module = dotted_name(node.module) if node.module is not None else None
+        if module is None or node.relative or isinstance(node.names, cst.ImportStar) \
+                or not (is_cuda_name(module) or module == "torch"):
+            return
+        for alias in node.names:
+            name = dotted_name(alias.name)
+            if name and (module != "torch" or name == "cuda"):
+                asname = dotted_name(alias.asname.name) if alias.asname is not None else None
+                self.ctx.drop_if_unused(module, name, asname)
 
     def _rename_cuda_from_torch(self, original: cst.ImportFrom, updated: cst.ImportFrom):
         names = list(updated.names)
@@ -303,6 +379,12 @@ class TorchCudaApi(PythonRule):
         self.ctx.note(original, self.ID, "split a torch.cuda import between torch_npu and names left on CUDA",
                       kind="change")
         return new
+
+
+def _attributes(value: cst.BaseExpression, names: list[str]) -> cst.BaseExpression:
+    for name in names:
+        value = cst.Attribute(value=value, attr=cst.Name(name))
+    return value
 
 
 def _tidy(aliases: list[cst.ImportAlias]) -> list[cst.ImportAlias]:

@@ -6,6 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
+from npu_port.codemods._device_agnostic import uses_verl
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.core.cst_walk import transform
 from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
@@ -77,7 +78,7 @@ def _blocks(stmt: cst.CSTNode):
         yield ("handlers", i), handler
 
 
-def _insert(stmts: Sequence[cst.CSTNode], anchor: cst.CSTNode, new: cst.SimpleStatementLine,
+def _insert(stmts: Sequence[cst.CSTNode], anchor: cst.CSTNode, new: cst.BaseStatement,
             before: bool) -> tuple[list[cst.CSTNode], bool]:
     out = list(stmts)
     for i, stmt in enumerate(out):
@@ -139,8 +140,18 @@ def _flatten(stmts: Sequence[cst.CSTNode]):
             yield from _flatten(part.body if isinstance(part, cst.IndentedBlock) else part.body.body)
 
 
-def _import_line(like: cst.CSTNode) -> cst.SimpleStatementLine:
+def _import_line(keep_cuda: bool) -> cst.BaseStatement:
+    if keep_cuda:  # GPU and CPU hosts have no torch_npu: the import must not fail there
+        return cst.parse_statement(_GUARDED_IMPORT)
     return cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("torch_npu"))])])
+
+
+_GUARDED_IMPORT = """\
+try:
+    import torch_npu  # noqa: F401  (registers the Ascend NPU with torch where it is installed)
+except ImportError:
+    pass
+"""
 
 
 class TorchNpuImport(PythonRule):
@@ -167,6 +178,14 @@ class TorchNpuImport(PythonRule):
     Example:
         import torch            ->  import torch
                                     import torch_npu
+
+    With --keep-cuda:
+        import torch            ->  import torch
+                                    try:
+                                        import torch_npu  # noqa: F401  (registers the Ascend NPU ...)
+                                    except ImportError:
+                                        pass
+        (none in verl files: verl.utils.device imports torch_npu where it is installed)
 
     Fix safety:
         safe: importing torch_npu has no effect beyond registering the NPU backend.
@@ -203,6 +222,8 @@ class TorchNpuImport(PythonRule):
                             "elsewhere (its autoload on `import torch`, a plugin); otherwise add "
                             "`import torch_npu`", severity="info")
             return updated
+        if self.ctx.options.keep_cuda and uses_verl(self.ctx):
+            return updated  # verl.utils.device imports torch_npu itself where it is installed
         if self.ctx.has_npu_branch() or self.ctx.dispatch.selects_npu:
             self.report(_Scope(original.body).anchor or original, "left without `import torch_npu`: this file already selects the NPU at run "
                                   "time; import it where the NPU branch runs", severity="info")
@@ -211,7 +232,7 @@ class TorchNpuImport(PythonRule):
         if module_scope.has_torch_npu:
             return updated
         if module_scope.wants_import:
-            body, _ = _insert(updated.body, module_scope.anchor, _import_line(module_scope.anchor), module_scope.before)
+            body, _ = _insert(updated.body, module_scope.anchor, _import_line(self.ctx.options.keep_cuda), module_scope.before)
             self._note(_Scope(original.body).anchor or original)
             return updated.with_changes(body=body)
         if module_scope.has_torch:
@@ -242,7 +263,7 @@ class TorchNpuImport(PythonRule):
                 orig_fn = next(originals, None)
                 if not scope.wants_import:
                     return node
-                body, _ = _insert(node.body.body, scope.anchor, _import_line(scope.anchor), scope.before)
+                body, _ = _insert(node.body.body, scope.anchor, _import_line(self.rule.ctx.options.keep_cuda), scope.before)
                 if orig_fn is not None:
                     self.rule._note(_Scope(orig_fn.body.body).anchor or orig_fn)
                 return node.with_changes(body=node.body.with_changes(body=body))

@@ -58,6 +58,17 @@ class Case:
         doc = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
         return tuple((k, tuple(v) if isinstance(v, list) else v) for k, v in sorted(doc.items()))
 
+    # --keep-cuda (tests/test_fixtures_keep_cuda.py): the same input in device-agnostic mode, expected in
+    # <case>.keep-cuda.expected.<ext> (none: unchanged) and <case>.keep-cuda.findings.
+    @property
+    def keep_cuda_expected(self) -> Path:
+        stem, ext = self.input.name.split(".input.")
+        return self.input.with_name(f"{stem}.keep-cuda.expected.{ext}")
+
+    @property
+    def keep_cuda_findings_path(self) -> Path:
+        return self.input.with_name(self.input.name.split(".input.")[0] + ".keep-cuda.findings")
+
     @property
     def id(self) -> str:
         return str(self.input.relative_to(FIXTURES))
@@ -82,15 +93,23 @@ def update_requested() -> bool:
 
 def write_findings(case: Case, findings) -> None:
     """The `.findings` file of `case` for these findings (in line order), none if there are none."""
+    path = case.findings_path
     ordered = sorted(findings, key=lambda f: (f.line, f.col, f.rule, f.severity, f.message))
     if ordered:
-        case.findings_path.write_text("".join(finding_line(f) + "\n" for f in ordered), encoding="utf-8")
+        path.write_text("".join(finding_line(f) + "\n" for f in ordered), encoding="utf-8")
     else:
-        case.findings_path.unlink(missing_ok=True)
+        path.unlink(missing_ok=True)
+
+
+def expected_lines(path: Path) -> list[str]:
+    """The lines of a findings file, sorted; none where there is no file."""
+    if not path.exists():
+        return []
+    return sorted(line.strip() for line in path.read_text(encoding="utf-8").splitlines() if line.strip())
 
 
 def _expected_for(path: Path) -> Optional[Path]:
-    exp = path.with_name(path.name.replace(".input.", ".expected."))
+    exp = path.with_name(path.name.replace(".input.", ".expected.", 1))
     return exp if exp.exists() else None
 
 
