@@ -1,6 +1,6 @@
 """How fast `convert` runs over a tree, against the floor it cannot beat, cold and warm.
 
-    python benchmarks/bench_convert.py PATH [PATH ...] [--jobs N] [--rounds R]
+    python benchmarks/bench_convert.py PATH [PATH ...] [--jobs N] [--rounds R] [--cpu-only] [--tree CHECKOUT]
 
 For each tree, in one run:
   floor  read every file, then LibCST parse + a no-op transform + emit of only the files that
@@ -13,6 +13,9 @@ and prints files, lines, seconds and the ratios cold/floor and warm/cold. Timing
 `--rounds` runs. Wall time on a shared machine measures the neighbours as much as the code, so the
 same comparison is also made in CPU seconds of one process (jobs=1, no pool, no writes): the
 engine's prefilter + conversion of every file against the floor's read + round trip.
+`--cpu-only` makes that comparison alone, the median of `--rounds` (and floor+ in CPU: the round
+trip of every Python file with a change or a finding); `--tree` imports another npu-port checkout
+(an export of an older commit) for a before/after figure from the same script.
 Nothing is written inside the trees.
 """
 
@@ -21,13 +24,17 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
+import statistics
 import sys
 import tempfile
 import time
 from concurrent.futures import ProcessPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# --tree PATH: the npu-port checkout to import (an export of another commit, for a before/after figure
+# from the same script); default: the checkout this script is in. Read before the imports below.
+_TREE = sys.argv[sys.argv.index("--tree") + 1] if "--tree" in sys.argv[:-1] else None
+sys.path.insert(0, str(Path(_TREE).resolve() if _TREE else Path(__file__).resolve().parent.parent))
 
 import libcst as cst  # noqa: E402
 from click.testing import CliRunner  # noqa: E402
@@ -123,13 +130,70 @@ def measure(tree: Path, jobs: int, rounds: int) -> dict:
     }
 
 
+def cpu_only(tree: Path, rounds: int) -> dict:
+    """The CPU comparison alone (`--cpu-only`): per round, the engine over every file (prefilter +
+    conversion, one process, no writes), then the floor's read + round trip of the files it changed,
+    and of the Python files it changed or reported (floor+); the medians of `rounds`."""
+    files = [p for p in walk(tree) if p.is_file() and not p.is_symlink()]
+    py = [p for p in files if p.suffix == ".py"]
+    convert_s, floor_s, floor_touched_s = [], [], []
+    changed: list[Path] = []
+    touched: list[Path] = []
+    for _ in range(rounds):
+        engine = Engine(Settings())
+        started = time.process_time()
+        changed, touched = [], []
+        for p in files:
+            language = language_of(p)
+            if language in ("python", "shell", "yaml"):
+                got = engine.convert(p.read_bytes(), str(p), language)
+                if got.output is not None:
+                    changed.append(p)
+                if got.output is not None or got.outcome.findings:
+                    touched.append(p)
+        convert_s.append(time.process_time() - started)
+        for target, paths in ((floor_s, changed), (floor_touched_s, touched)):
+            started = time.process_time()
+            for p in files:
+                p.read_bytes()
+            for p in paths:
+                if language_of(p) == "python":
+                    _noop_roundtrip(str(p))
+            target.append(time.process_time() - started)
+    engine = Engine(Settings())
+    parsed = sum(1 for p in py if engine.needs_parse(p.read_bytes(), "python"))
+    return {"tree": str(tree), "files": len(files), "py_files": len(py),
+            "py_lines": sum(p.read_bytes().count(b"\n") for p in py), "parsed_py": parsed,
+            "touched": len(touched), "changed": len(changed), "rounds": rounds,
+            "cpu_floor": statistics.median(floor_s), "cpu_floor_touched": statistics.median(floor_touched_s),
+            "cpu_convert": statistics.median(convert_s)}
+
+
+def _print_cpu_only(m: dict) -> None:
+    print(f"{Path(m['tree']).name:<14}{m['files']:>6}{m['py_lines']:>9}{m['parsed_py']:>7}{m['touched']:>8}"
+          f"{m['changed']:>8}{m['cpu_floor']:>8.2f}{m['cpu_floor_touched']:>8.2f}{m['cpu_convert']:>8.2f}"
+          f"{m['cpu_convert'] / m['cpu_floor']:>7.2f}{m['cpu_convert'] / m['cpu_floor_touched']:>8.2f}", flush=True)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("trees", nargs="+", type=Path)
     parser.add_argument("--jobs", type=int, default=default_jobs())
     parser.add_argument("--rounds", type=int, default=2)
     parser.add_argument("--json", action="store_true", help="print the figures as JSON lines")
+    parser.add_argument("--tree", type=Path, default=None, help="the npu-port checkout to measure")
+    parser.add_argument("--cpu-only", action="store_true",
+                        help="only the CPU comparison (no wall-clock runs), the median of --rounds")
     args = parser.parse_args()
+    if args.cpu_only:
+        print(f"{'tree':<14}{'files':>6}{'py lines':>9}{'parsed':>7}{'touched':>8}{'changed':>8}"
+              f"{'cpu fl':>8}{'cpu fl+':>8}{'cpu cv':>8}{'cv/fl':>7}{'cv/fl+':>8}")
+        for tree in args.trees:
+            m = cpu_only(tree, args.rounds)
+            if args.json:
+                print(json.dumps(m))
+            _print_cpu_only(m)
+        return
     print(f"{'tree':<12}{'files':>6}{'py lines':>9}{'parsed':>7}{'touched':>8}{'changed':>8}{'jobs':>5}"
           f"{'floor':>7}{'floor+':>7}{'cold':>7}{'c/floor':>8}{'c/floor+':>9}{'nocache':>8}{'warm':>6}{'w/cold':>7}"
           f"{'cpu fl':>8}{'cpu cv':>8}{'cpu r':>7}")
