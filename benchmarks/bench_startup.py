@@ -1,16 +1,17 @@
 """What a small run costs against the import floor: the commands pre-commit and people run on a file.
 
-    python benchmarks/bench_startup.py [--rounds R] [--tree PATH] [--json]
+    python benchmarks/bench_startup.py [--rounds R] [--tree PATH ...] [--json]
 
 Each command runs as its own process (`python -m npu_port.transpiler.cli ...`, as the console script
 does) on a 2-line Python file; the figure is the CPU seconds of that process and every process it
 starts (user + system, from the wait4 rusage of the child), the median of `--rounds`. CPU time, not
 wall time: on a shared machine it is the steadier measure, and a worker pool shows up in it in full.
 
-`--tree` measures another checkout of npu-port (an export of an older commit, for a before/after
-figure from the same script); the default is the checkout this script is in. The package's
+`--tree` measures another checkout of npu-port (an export of an older commit); given twice or more,
+the trees are measured side by side, round by round, each command on each tree in turn, for a
+before/after figure under the same load. The default is the checkout this script is in. The package's
 bytecode is cached as an installed wheel's is (pip compiles it on install): each command runs once
-unmeasured first, with PYTHONPYCACHEPREFIX pointing into a scratch folder, so an environment that
+unmeasured first per tree, with PYTHONPYCACHEPREFIX pointing into a scratch folder, so an environment that
 sets PYTHONDONTWRITEBYTECODE does not charge npu-port for compiling itself on every start while the
 floor's packages load from their own caches.
 
@@ -72,24 +73,19 @@ def cpu_of(argv: list[str], cwd: Path, env: dict[str, str]) -> float:
     return _children_cpu() - before
 
 
-def median_of(argv: list[str], cwd: Path, env: dict[str, str], rounds: int) -> float:
-    cpu_of(argv, cwd, env)  # fills the bytecode cache
-    return statistics.median(cpu_of(argv, cwd, env) for _ in range(rounds))
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n", 1)[0])
     parser.add_argument("--rounds", type=int, default=5)
-    parser.add_argument("--tree", type=Path, default=ROOT, help="the npu-port checkout to measure")
+    parser.add_argument("--tree", type=Path, action="append",
+                        help="an npu-port checkout to measure (repeat it to compare; default: this one)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
+    trees = [t.resolve() for t in args.tree or [ROOT]]
     _become_subreaper()
     py = sys.executable
     tool = [py, "-m", "npu_port.transpiler.cli"]
     with tempfile.TemporaryDirectory(prefix="npu-port-bench-") as tmp:
         work = Path(tmp)
-        env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
-        env.update(PYTHONPATH=str(args.tree.resolve()), PYTHONPYCACHEPREFIX=str(work / "pycache"))
         (work / "tiny.py").write_text(TINY)
         many = work / "many"
         many.mkdir()
@@ -106,14 +102,33 @@ def main() -> None:
             "check": tool + ["check", "tiny.py"],
             "convert 8": tool + ["convert", "many", "--out", "out8", "--force", "-q", "--no-cache"],
         }
-        figures = {name: median_of(argv, work, env, args.rounds) for name, argv in cases.items()}
-    floor = figures["floor"]
+        base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+        envs = [dict(base, PYTHONPATH=str(t), PYTHONPYCACHEPREFIX=str(work / f"pycache{i}"))
+                for i, t in enumerate(trees)]
+        for argv in cases.values():  # fills the bytecode caches
+            for env in envs:
+                cpu_of(argv, work, env)
+        # Round by round, each command on each tree in turn: a change in the machine's load falls on all
+        # of them alike.
+        samples: list[dict[str, list[float]]] = [{name: [] for name in cases} for _ in trees]
+        for _ in range(args.rounds):
+            for name, argv in cases.items():
+                for env, got in zip(envs, samples):
+                    got[name].append(cpu_of(argv, work, env))
+    figures = [{name: statistics.median(v) for name, v in got.items()} for got in samples]
+    for shared in ("bare", "floor"):  # the same command whichever tree: one median over all its samples
+        pooled = statistics.median(x for got in samples for x in got[shared])
+        for f in figures:
+            f[shared] = pooled
     if args.json:
-        print(json.dumps({k: round(v, 3) for k, v in figures.items()}, indent=2))
+        print(json.dumps({str(t): {k: round(v, 3) for k, v in f.items()} for t, f in zip(trees, figures)},
+                         indent=2))
         return
-    print(f"{'command':<12} {'cpu s':>7} {'/ floor':>8}")
-    for name, seconds in figures.items():
-        print(f"{name:<12} {seconds:7.3f} {seconds / floor:8.2f}")
+    print(f"{'command':<12}" + "".join(f" {'cpu s':>7} {'/ floor':>8}" for _ in trees))
+    for name in cases:
+        print(f"{name:<12}" + "".join(f" {f[name]:7.3f} {f[name] / f['floor']:8.2f}" for f in figures))
+    for i, tree in enumerate(trees):
+        print(f"columns {i + 1}: {tree}")
 
 
 if __name__ == "__main__":
