@@ -98,7 +98,7 @@ def _checkout(folder: Path) -> Optional[VerlVersion]:
         return VerlVersion(verl_keys.release(version).version, where)
     option = verl_keys.checkout_option(version, folder, _digest(folder / "verl"))
     if verl_keys.release(option).version != version:  # its configs could not be read: the closest snapshot
-        return VerlVersion(verl_keys.release(version).version, where)
+        return VerlVersion(verl_keys.release(version).version, where + "; its own config could not be read")
     return VerlVersion(version, where + ", its own config", option)
 
 

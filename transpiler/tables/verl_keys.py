@@ -177,7 +177,7 @@ def _checkout(option: str) -> Optional[Release]:
 
     try:
         record = verl_configs.packaged(paths, read)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, RecursionError, ValueError, TypeError):  # a config that does not load: use the snapshot
         return None
     return _from_record(version, record) if record["config_keys"] else None
 
