@@ -9,8 +9,10 @@ One spelling per file, chosen the way its maintainers would:
 - otherwise, and for names that differ between the two stacks (`CUDAGraph` / `NPUGraph`), an explicit
   choice: `<npu form> if hasattr(torch, "npu") else <cuda form>` (torch_npu adds `torch.npu` on import).
 
-The facts (which torch release has which form, which verl helper exists in which release) are data:
-codemods/data/<target>/device_agnostic.yaml, checked against the API snapshots by tests.
+The facts are data: which torch release has which form of each torch.cuda name in
+codemods/data/<target>/portable_torch.yaml (read from the torch and torch-npu wheels,
+codemods/data/api/torch_device_api.json), the rest and verl's helpers in device_agnostic.yaml; tests check
+both against the snapshots.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ import libcst as cst
 
 from npu_port.transpiler.core.rules import PythonContext
 from npu_port.transpiler.tables.device_agnostic import facts as _facts
+from npu_port.transpiler.tables.device_agnostic import portable_forms
 from npu_port.transpiler.tables.device_agnostic import release as _release
 
 
@@ -39,7 +42,7 @@ class DeviceAgnostic:
         facts = _facts(ctx.target)
         self._torch = _release(ctx.options.torch_version or facts["torch"]["newest"])
         self._since = {name: _release(v) for name, v in facts["torch"]["since"].items()}
-        self._accelerator = facts["accelerator"]  # torch.cuda name -> torch.accelerator name
+        self._portable = portable_forms(ctx.target)  # torch.cuda name -> its forms (portable_torch.yaml)
         self._verl = facts["verl"] if uses_verl(ctx) else None
 
     def has(self, form: str) -> bool:
@@ -85,13 +88,26 @@ class DeviceAgnostic:
             return cst.Call(self._verl_name("backend"))
         return self.choose(cst.SimpleString('"hccl"'), cst.SimpleString('"nccl"'))
 
-    def accelerator(self, cuda_name: str) -> Optional[cst.BaseExpression]:
-        """`torch.accelerator.<name>` for a `torch.cuda.<cuda_name>` function, where the torch the output
-        must run on has it; None otherwise."""
-        row = self._accelerator.get(cuda_name)
-        if row is None or self._torch < _release(row["since"]):
+    def torch_form(self, cuda_name: str, *, keywords: bool = False) -> Optional[cst.BaseExpression]:
+        """The device-agnostic spelling of `torch.cuda.<cuda_name>` (a dotted name under torch.cuda) from
+        portable_torch.yaml, in the first of its forms that the torch the output must run on has:
+        torch.accelerator's function (not for a call with keywords: its device argument is positional
+        only), torch's own name, or the device module's; None where there is none."""
+        entry = self._portable.get(cuda_name)
+        if entry is not None and entry.get("note") == "graph":
+            # torch.accelerator.Graph is not what `torch.get_device_module().graph(g)` captures with: a
+            # CUDAGraph keeps its device's own class (the explicit choice, in torch_cuda_api).
             return None
-        return self._torch_expr(f"torch.accelerator.{row['name']}")
+        for form in (entry, (entry or {}).get("older")):
+            if not form or "none" in form or self._torch < _release(form["since"]):
+                continue
+            if "accelerator" in form and not keywords:
+                return self._torch_expr(f"torch.accelerator.{form['accelerator']}")
+            if "torch" in form:
+                return self._torch_expr(f"torch.{form['torch']}")
+            if "device_module" in form:
+                return attributes(parenthesized(self.device_module()), form["device_module"].split("."))
+        return None
 
     def choose(self, npu: cst.BaseExpression, cuda: cst.BaseExpression) -> cst.BaseExpression:
         """`npu if <the NPU is there> else cuda`."""
@@ -114,6 +130,12 @@ class DeviceAgnostic:
         module, name = self._verl[helper].rsplit(".", 1)
         self.ctx.require_import(module, name)
         return cst.Name(name)
+
+
+def attributes(value: cst.BaseExpression, names: list[str]) -> cst.BaseExpression:
+    for name in names:
+        value = cst.Attribute(value=value, attr=cst.Name(name))
+    return value
 
 
 def parenthesized(node: cst.BaseExpression) -> cst.BaseExpression:

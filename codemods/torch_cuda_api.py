@@ -4,7 +4,7 @@ from typing import Optional, Union
 
 import libcst as cst
 
-from npu_port.codemods._device_agnostic import DeviceAgnostic, parenthesized
+from npu_port.codemods._device_agnostic import DeviceAgnostic, attributes, parenthesized
 from npu_port.codemods._torch_cuda_table import CUDA_ROOT, Row, canonical, is_cuda_name, table_for
 from npu_port.transpiler.analysis.imports import dotted_expr, dotted_name, leftmost_name
 from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
@@ -246,13 +246,17 @@ class TorchCudaApi(PythonRule):
         same name; else the explicit choice between the two names."""
         agnostic = self.agnostic
         name = row.cuda[len(CUDA_ROOT) + 1:]
-        if not rest and id(original) not in self._keyword_calls:
-            found = agnostic.accelerator(name)
+        keywords = id(original) in self._keyword_calls
+        found = agnostic.torch_form((name + rest).lstrip("."), keywords=keywords)
+        if found is None and rest and name:
+            found = agnostic.torch_form(name, keywords=keywords)  # `amp` + `.autocast`: the module's form
             if found is not None:
-                return found
+                found = attributes(found, [p for p in rest.split(".") if p])
+        if found is not None:
+            return found
         if row.status == "same":
             module = parenthesized(agnostic.device_module())
-            return _attributes(module, [p for p in (name + rest).split(".") if p])
+            return attributes(module, [p for p in (name + rest).split(".") if p])
         npu_name = row.npu + rest
         if not npu_name.startswith("torch."):
             return None  # a torch_npu module: this file may not have it bound on an NPU host
@@ -379,12 +383,6 @@ class TorchCudaApi(PythonRule):
         self.ctx.note(original, self.ID, "split a torch.cuda import between torch_npu and names left on CUDA",
                       kind="change")
         return new
-
-
-def _attributes(value: cst.BaseExpression, names: list[str]) -> cst.BaseExpression:
-    for name in names:
-        value = cst.Attribute(value=value, attr=cst.Name(name))
-    return value
 
 
 def _tidy(aliases: list[cst.ImportAlias]) -> list[cst.ImportAlias]:

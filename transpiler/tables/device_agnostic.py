@@ -21,6 +21,12 @@ def facts(target: str) -> dict:
     return load_table(target, "device_agnostic")
 
 
+@cache
+def portable_forms(target: str) -> dict:
+    """torch.cuda name (dotted under torch.cuda) -> its device-agnostic forms, from portable_torch.yaml."""
+    return load_table(target, "portable_torch")["names"]
+
+
 def torch_for_output(target: str, chosen: Optional[str], paths: Iterable[Path]) -> tuple[str, str]:
     """(the oldest torch the output must run on, a sentence saying why and what that means): `chosen`
     (--torch-version / torch-version) wins, then the project's own pin, then the newest known release."""
