@@ -68,7 +68,8 @@ class ComposeNpuDevices(YamlRule):
 
     Fix safety:
         Review: the device list follows the GPU count, but which NPUs of the host a service should
-        get, and whether the driver lives at the default path, are the host's.
+        get, and whether the driver lives at the default path, are the host's. With `--keep-cuda`
+        nothing changes (a service cannot ask for both) and each service is reported.
     """
 
     ID = "compose-npu-devices"
@@ -95,6 +96,10 @@ class ComposeNpuDevices(YamlRule):
         if not (self._removals(doc, gpus, plan) and self._environment(doc, gpus, plan)
                 and self._additions(doc, gpus, plan)):
             return  # something is not block style: nothing changes; compose-nvidia-gpus reports it
+        # --keep-cuda: a service cannot ask for both (the NVIDIA runtime is missing on an Ascend host).
+        if self.portable_text(gpus.sites[0][0] if gpus.sites else spots[0], "",
+                              f"{gpus.label}: the NVIDIA GPU request -> the Ascend devices", None) is None:
+            return
         self.edits.extend(plan.edits)
         for offset, message in plan.changes:
             line, col = self.positions.line_col(offset)

@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Optional
 
 from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
-from npu_port.codemods._containers import compose_services, is_compose_file, own_keys
+from npu_port.codemods._containers import compose_services, is_compose_file, item_block, key_block, own_keys
 from npu_port.codemods._env_table import env_triggers
 from npu_port.codemods.shell_env_vars import env_lookup
 from npu_port.transpiler.text.text_edits import Edit
@@ -36,7 +36,8 @@ class ContainerEnvVars(YamlRule):
           - PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  ->  - PYTORCH_NPU_ALLOC_CONF=...
 
     Fix safety:
-        Safe: names only; values, quotes and comments stay.
+        Safe: names only; values, quotes and comments stay. With `--keep-cuda` the entry stays and a
+        copy with the Ascend name follows it, so the file works on both.
     """
 
     ID = "container-env-vars"
@@ -57,29 +58,32 @@ class ContainerEnvVars(YamlRule):
             names = {str(k) for k in env}
             for key in own_keys(env):
                 value = env[key]
-                self._one(doc, str(key), None if value is None else str(value), names, doc.key_span(env, key)[0])
+                self._one(doc, str(key), None if value is None else str(value), names, doc.key_span(env, key)[0],
+                          key_block(doc, env, key) if not env.fa.flow_style() else None)
         elif isinstance(env, CommentedSeq):
             names = {str(item).split("=", 1)[0] for item in env if isinstance(item, str)}
             for i, item in enumerate(env):
                 if isinstance(item, str):
                     name, eq, value = item.partition("=")
-                    self._one(doc, name, value if eq else None, names, doc.offset(*env.lc.item(i)))
+                    self._one(doc, name, value if eq else None, names, doc.offset(*env.lc.item(i)),
+                              item_block(doc, env, i))
 
     def _manifest(self, doc: YamlDocument, node: Any, parent: str) -> None:
         if isinstance(node, CommentedSeq):
             names = {str(i.get("name")) for i in node if isinstance(i, CommentedMap)} if parent == "env" else set()
-            for item in node:
+            for i, item in enumerate(node):
                 if parent == "env" and isinstance(item, CommentedMap) and isinstance(item.get("name"), str):
                     value = item.get("value")
                     self._one(doc, item["name"], None if value is None else str(value), names,
-                              doc.value_span(item, "name")[0])
+                              doc.value_span(item, "name")[0], item_block(doc, node, i))
                 else:
                     self._manifest(doc, item, parent)
         elif isinstance(node, CommentedMap):
             for key in own_keys(node):
                 self._manifest(doc, node[key], str(key))
 
-    def _one(self, doc: YamlDocument, name: str, value: Any, names: set[str], start: int) -> None:
+    def _one(self, doc: YamlDocument, name: str, value: Any, names: set[str], start: int,
+             block: Optional[tuple[int, int]]) -> None:
         """One variable whose name starts the scalar at `start` (a key, a `NAME=value` item, a `name:` value)."""
         row = env_lookup(self.ctx.options, name, value)
         if row is None or row.status == "keep":
@@ -87,10 +91,22 @@ class ContainerEnvVars(YamlRule):
         start += 1 if doc.text[start:start + 1] in ("'", '"') else 0
         if row.status == "rename" and row.npu:
             if row.npu in names:
-                self.report(start, f"{name} and {row.npu} are both set; remove {name}")
+                if not self.ctx.options.keep_cuda:  # with --keep-cuda both are meant to be set
+                    self.report(start, f"{name} and {row.npu} are both set; remove {name}")
             elif doc.text.startswith(name, start) and not self.positions.is_silenced(self.ID, start):
-                self.edits.append(Edit(start, start + len(name), row.npu))
+                message = f"{name} -> {row.npu}"
+                # --keep-cuda: both names, the entry's lines again with the Ascend one (as launchers get).
+                twin = None if block is None else \
+                    doc.text[block[0]:start] + row.npu + doc.text[start + len(name):block[1]]
+                form = self.portable_text(start, row.npu, message, lambda: twin)
+                if form is None:
+                    return
+                if self.ctx.options.keep_cuda and block is not None and twin is not None:
+                    self.edits.append(Edit(block[1], block[1], twin if twin.endswith("\n") else "\n" + twin))
+                    message += " (both set: --keep-cuda)"
+                else:
+                    self.edits.append(Edit(start, start + len(name), row.npu))
                 line, col = self.positions.line_col(start)
-                self.ctx.add(self.ID, line, col, f"{name} -> {row.npu}", kind="change")
+                self.ctx.add(self.ID, line, col, message, kind="change")
         else:
             self.report(start, f"{name} has no Ascend equivalent; left as is", hint=row.hint)
