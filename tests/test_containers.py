@@ -151,4 +151,3 @@ def test_compose_never_sets_a_variable_twice_nor_lists_a_device_twice():
     service = yaml.safe_load(out)["services"]["s"]
     assert service["environment"] == {"ASCEND_VISIBLE_DEVICES": "0,1"}
     assert service["devices"] == [{"source": "/dev/davinci0", "target": "/dev/davinci0"}] + device_nodes("ascend", [1])[-4:]
-
