@@ -89,8 +89,9 @@ class UnknownVerlKeyYaml(TextRule):
     Why:
         VERL turns most sections of its config into dataclasses (`omega_conf_to_dataclass`): an
         unknown key there fails the job at start-up ("RolloutConfig.__init__() got an unexpected
-        keyword argument 'gpu_memory_utilisation'"), elsewhere it is silently never read. Hand ports rename keys that VERL
-        keeps (`n_gpus_per_node`, `*_per_gpu`), and keys come and go between releases.
+        keyword argument 'gpu_memory_utilisation'"), elsewhere it is silently never read. Hand
+        ports rename keys that VERL keeps (`n_gpus_per_node`, `*_per_gpu`), and keys come and go
+        between releases.
 
     Example:
             actor_rollout_ref:
