@@ -68,8 +68,7 @@ class ComposeNpuDevices(YamlRule):
 
     Fix safety:
         Review: the device list follows the GPU count, but which NPUs of the host a service should
-        get, and whether the driver lives at the default path, are the host's. With `--keep-cuda`
-        nothing changes (a service cannot ask for both) and each service is reported.
+        get, and whether the driver lives at the default path, are the host's.
     """
 
     ID = "compose-npu-devices"

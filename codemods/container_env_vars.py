@@ -35,9 +35,15 @@ class ContainerEnvVars(YamlRule):
           - CUDA_VISIBLE_DEVICES=0,1           ->      - ASCEND_RT_VISIBLE_DEVICES=0,1
           - PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True  ->  - PYTORCH_NPU_ALLOC_CONF=...
 
+    With --keep-cuda:
+        environment:                          environment:
+          - CUDA_VISIBLE_DEVICES=0,1    ->      - CUDA_VISIBLE_DEVICES=0,1
+                                                - ASCEND_RT_VISIBLE_DEVICES=0,1
+        (each entry stays and a copy with the Ascend name follows it, its value and comments the same;
+        an entry in flow style is kept for CUDA, with a warning.)
+
     Fix safety:
-        Safe: names only; values, quotes and comments stay. With `--keep-cuda` the entry stays and a
-        copy with the Ascend name follows it, so the file works on both.
+        Safe: names only; values, quotes and comments stay.
     """
 
     ID = "container-env-vars"
