@@ -4,6 +4,8 @@ One spelling per file, chosen the way its maintainers would:
 - a file of a VERL project (it imports verl, or is part of verl): verl's own helpers from
   `verl.utils.device` (`get_device_name()`, `get_torch_device()`, `get_nccl_backend()`,
   `is_npu_available`), as verl's maintainers port their code;
+- a file that imports vLLM: its device type from `vllm.platforms.current_platform.device_type` (vLLM picks
+  the platform plugin, vllm-ascend's answers "npu");
 - otherwise PyTorch's device-agnostic API (`torch.accelerator`, `torch.get_device_module()`) where the
   oldest torch the project accepts has it (RunOptions.torch_version, else the project's own pin);
 - otherwise, and for names that differ between the two stacks (`CUDAGraph` / `NPUGraph`), an explicit
@@ -34,6 +36,12 @@ def uses_verl(ctx: PythonContext) -> bool:
     return "/verl/" in path or ctx.imports.imports_module("verl")
 
 
+def framework_loads_torch_npu(ctx: PythonContext) -> bool:
+    """verl (verl.utils.device) and vLLM (vllm-ascend's platform plugin) import torch_npu themselves where
+    it is installed: their files need no import of it."""
+    return uses_verl(ctx) or ctx.imports.imports_module("vllm")
+
+
 class DeviceAgnostic:
     """The device-agnostic expressions of one file; asking for one records the import it needs."""
 
@@ -44,6 +52,8 @@ class DeviceAgnostic:
         self._since = {name: _release(v) for name, v in facts["torch"]["since"].items()}
         self._portable = portable_forms(ctx.target)  # torch.cuda name -> its forms (portable_torch.yaml)
         self._verl = facts["verl"] if uses_verl(ctx) else None
+        # A vLLM file names its device through vLLM's platform (vllm-ascend's NPUPlatform answers "npu").
+        self._vllm = facts["vllm"] if self._verl is None and ctx.imports.imports_module("vllm") else None
 
     def has(self, form: str) -> bool:
         """The oldest torch the output must run on has this form (a key of device_agnostic.yaml's since:)."""
@@ -60,6 +70,10 @@ class DeviceAgnostic:
         accelerator, as PyTorch's own idiom says (`available`: the code has just checked there is one)."""
         if self._verl:
             return cst.Call(self._verl_name("device_name"))
+        if self._vllm:
+            module, name = self._vllm["platform"].rsplit(".", 1)
+            self.ctx.require_import(module, name)
+            return cst.Attribute(value=cst.Name(name), attr=cst.Name(self._vllm["device_type"]))
         if self.has("current_accelerator"):
             if available:
                 return self._torch_expr("torch.accelerator.current_accelerator().type")
@@ -70,7 +84,7 @@ class DeviceAgnostic:
     def device(self) -> cst.BaseExpression:
         """For positions that take a torch.device (`.to(...)`): the accelerator's device; None (the
         current device) where torch has no accelerator."""
-        if self.has("current_accelerator") and not self._verl:
+        if self.has("current_accelerator") and not self._verl and not self._vllm:
             return self._torch_expr("torch.accelerator.current_accelerator()")
         return self.device_type()
 

@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from npu_port.codemods._device_agnostic import uses_verl
+from npu_port.codemods._device_agnostic import framework_loads_torch_npu
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.core.cst_walk import transform
 from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
@@ -185,7 +185,8 @@ class TorchNpuImport(PythonRule):
                                         import torch_npu  # noqa: F401  (registers the Ascend NPU ...)
                                     except ImportError:
                                         pass
-        (none in verl files: verl.utils.device imports torch_npu where it is installed)
+        (none in verl and vLLM files: verl.utils.device and vllm-ascend's platform plugin import torch_npu
+        where it is installed)
 
     Fix safety:
         safe: importing torch_npu has no effect beyond registering the NPU backend.
@@ -222,8 +223,8 @@ class TorchNpuImport(PythonRule):
                             "elsewhere (its autoload on `import torch`, a plugin); otherwise add "
                             "`import torch_npu`", severity="info")
             return updated
-        if self.ctx.options.keep_cuda and uses_verl(self.ctx):
-            return updated  # verl.utils.device imports torch_npu itself where it is installed
+        if self.ctx.options.keep_cuda and framework_loads_torch_npu(self.ctx):
+            return updated
         if self.ctx.has_npu_branch() or self.ctx.dispatch.selects_npu:
             self.report(_Scope(original.body).anchor or original, "left without `import torch_npu`: this file already selects the NPU at run "
                                   "time; import it where the NPU branch runs", severity="info")
