@@ -7,7 +7,7 @@ import re
 from npu_port.transpiler.analysis.positions import PositionPolicy
 from npu_port.transpiler.core.rules import CUDA_WORD
 from npu_port.transpiler.tables.mapping import load_table
-from npu_port.transpiler.text.shell import Script, ShellRule, option_values, python_launch, token_span
+from npu_port.transpiler.text.shell import Script, ShellRule, option_values, probed_value, python_launch, token_span
 
 _CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 
@@ -36,6 +36,14 @@ class ShellDeviceArgs(ShellRule):
         torchrun --nproc_per_node=8 train.py --device cuda --dist-backend nccl
         ->  torchrun --nproc_per_node=8 train.py --device npu --dist-backend hccl
 
+    With --keep-cuda:
+        torchrun --nproc_per_node=8 train.py --device cuda --dist-backend nccl
+        ->  DEVICE=$(command -v npu-smi >/dev/null 2>&1 && echo npu || echo cuda)  (once, near the top)
+            DIST_BACKEND=$([ "$DEVICE" = npu ] && echo hccl || echo nccl)
+            torchrun --nproc_per_node=8 train.py --device "$DEVICE" --dist-backend "$DIST_BACKEND"
+        (the values read the launcher's device probe; in a command another shell runs, `bash -c '...'`
+        or a here-document, they are kept for CUDA, with a warning)
+
     Fix safety:
         Review: the option names are conventions, checked only by their value (`cuda...` / `nccl`).
     """
@@ -62,11 +70,11 @@ class ShellDeviceArgs(ShellRule):
             for opt, value_word, vstart, vend in option_values(launch.args, device_options):
                 value = value_word.value if value_word else (opt.value or "").partition("=")[2]
                 if value and _CUDA_DEVICE.fullmatch(value):
-                    self._swap(script, cmd, vstart, vend, "cuda", "npu", opt)
+                    self._swap(script, cmd, vstart, vend, "cuda", "npu", opt, value_word or opt)
             for opt, value_word, vstart, vend in option_values(launch.args, backend_options):
                 value = value_word.value if value_word else (opt.value or "").partition("=")[2]
                 if value == "nccl":
-                    self._swap(script, cmd, vstart, vend, "nccl", "hccl", opt)
+                    self._swap(script, cmd, vstart, vend, "nccl", "hccl", opt, value_word or opt)
 
     @staticmethod
     def _options(args, table, policies) -> tuple[list[str], list[str]]:
@@ -93,8 +101,10 @@ class ShellDeviceArgs(ShellRule):
             self.report(opt.start, "vllm serve --device was removed in vLLM 0.10; it fails on current releases",
                         severity="error", hint="delete it: the vllm-ascend platform plugin selects the NPU")
 
-    def _swap(self, script, cmd, vstart, vend, old, new, opt) -> None:
+    def _swap(self, script, cmd, vstart, vend, old, new, opt, word) -> None:
         span = token_span(script, vstart, vend, old)
         if span:
             name = (opt.value or opt.text).partition("=")[0]
-            self.change(*span, new, f"{name} {old} -> {new}", quote=cmd.quote, scope=(cmd.start, cmd.end))
+            probe = "DEVICE" if old == "cuda" else "DIST_BACKEND"
+            self.change(*span, new, f"{name} {old} -> {new}", quote=cmd.quote, scope=(cmd.start, cmd.end),
+                        portable=lambda: probed_value(self, cmd, word, span[0], probe))

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Optional
 
 from npu_port.codemods._env_table import EnvVarRow, EnvVarTable, env_triggers
-from npu_port.transpiler.text.shell import ASSIGNMENT_RE, NAME_RE, Command, Script, ShellRule, Word
+from npu_port.transpiler.text.shell import ASSIGNMENT_RE, NAME_RE, Command, Param, Script, ShellRule, Word
 
 
 def env_lookup(options, name: str, value: Optional[str] = None) -> Optional[EnvVarRow]:
@@ -18,14 +19,24 @@ _CONTAINER_ENGINES = ("docker", "podman", "nerdctl")
 
 def assignment_words(cmd: Command) -> list[Word]:
     """The words of `cmd` that set (or unset) a variable: `A=1 cmd`, `env A=1 cmd`, `export A=1 B`."""
-    words = list(cmd.assignments) + cmd.argv()[1]
+    return [w for w, _ in assignment_words_with_option(cmd)]
+
+
+def assignment_words_with_option(cmd: Command) -> list[tuple[Word, Optional[Word]]]:
+    """assignment_words, each with the option word that passes it (`-e` of `docker run -e A=1`) or None."""
+    words: list[tuple[Word, Optional[Word]]] = [(w, None) for w in list(cmd.assignments) + cmd.argv()[1]]
     if cmd.program() in _DECLARERS:
-        words += [w for w in cmd.args() if ASSIGNMENT_RE.match(w.text) or NAME_RE.fullmatch(w.text)]
+        words += [(w, None) for w in cmd.args() if ASSIGNMENT_RE.match(w.text) or NAME_RE.fullmatch(w.text)]
     elif cmd.program() in _CONTAINER_ENGINES:  # `docker run -e A=1 --env B ...`: the workload's environment
         args = cmd.args()
-        words += [args[k + 1] for k, w in enumerate(args[:-1]) if w.value in ("-e", "--env")
+        words += [(args[k + 1], w) for k, w in enumerate(args[:-1]) if w.value in ("-e", "--env")
                   and (ASSIGNMENT_RE.match(args[k + 1].text) or NAME_RE.fullmatch(args[k + 1].text))]
     return words
+
+
+def _word_name(word: Word) -> str:
+    m = ASSIGNMENT_RE.match(word.text) or NAME_RE.match(word.text)
+    return (m.group(1) if m.groups() else m.group(0)) if m else ""
 
 
 class ShellEnvVars(ShellRule):
@@ -49,6 +60,17 @@ class ShellEnvVars(ShellRule):
         export CUDA_VISIBLE_DEVICES=0,1,2,3     ->  export ASCEND_RT_VISIBLE_DEVICES=0,1,2,3
         echo "$CUDA_VISIBLE_DEVICES"            ->  echo "$ASCEND_RT_VISIBLE_DEVICES"
 
+    With --keep-cuda:
+        export CUDA_VISIBLE_DEVICES=0,1   ->  export CUDA_VISIBLE_DEVICES=0,1 ASCEND_RT_VISIBLE_DEVICES=0,1
+        CUDA_VISIBLE_DEVICES=0 python x.py  ->  CUDA_VISIBLE_DEVICES=0 ASCEND_RT_VISIBLE_DEVICES=0 python x.py
+        unset CUDA_VISIBLE_DEVICES        ->  unset CUDA_VISIBLE_DEVICES ASCEND_RT_VISIBLE_DEVICES
+        echo "$CUDA_VISIBLE_DEVICES"      ->  echo "${ASCEND_RT_VISIBLE_DEVICES:-$CUDA_VISIBLE_DEVICES}"
+        (every setting sets both names, with the same value text, and a read takes the Ascend name where it
+        is set. Kept for CUDA, with a warning: a value with a command substitution (it would run twice),
+        `+=`, and a read with an operator of its own (`${CUDA_VISIBLE_DEVICES:-0}`, `${#...}`) or one that
+        another shell expands (`bash -c '...'`, a here-document). A command that sets both names already
+        is left alone in either mode.)
+
     Fix safety:
         Safe: a rename of names only; values, quoting and comments are kept.
     """
@@ -59,25 +81,74 @@ class ShellEnvVars(ShellRule):
 
     def check(self, script: Script) -> None:
         for cmd in script.commands:
-            for word in assignment_words(cmd):
+            words = assignment_words_with_option(cmd)
+            names = {_word_name(w) for w, _ in words}
+            for word, option in words:
                 m = ASSIGNMENT_RE.match(word.text) or NAME_RE.match(word.text)
                 name = m.group(1) if m.groups() else m.group(0)
                 value = word.text[m.end():] if m.groups() else None
                 if word.value is not None and m.groups():
                     value = word.value[word.value.index("=") + 1:]
-                self._name(cmd, name, word.start, value, assignment=True)
+                row = env_lookup(self.ctx.options, name, value)
+                if row is not None and row.status == "rename" and row.npu in names:
+                    continue  # sets both names: the device-agnostic form (--keep-cuda) of this setting
+                self._name(cmd, name, word.start, value, assignment=True,
+                           portable=lambda npu, word=word, option=option: _both(word, option, npu))
         for param in script.params:
-            self._name(None, param.name, param.start, None, assignment=False, quote=param.quote)
+            self._name(None, param.name, param.start, None, assignment=False,
+                       portable=lambda npu, param=param: self._either(script, param, npu))
 
     def _name(self, cmd: Optional[Command], name: str, start: int, value: Optional[str], *, assignment: bool,
-              quote: Optional[str] = None) -> None:
+              portable: Callable[[str], Optional[str]]) -> None:
         row = env_lookup(self.ctx.options, name, value)
         if row is None or row.status == "keep":
             return
         if row.status == "rename" and row.npu:
+            if not assignment and self.parsed.text.endswith("${" + row.npu + ":-$", 0, start):
+                return  # the default of a read of the Ascend name: the --keep-cuda form of this read
+            npu = row.npu
             scope = (cmd.start, cmd.end) if cmd else None
-            self.change(start, start + len(name), row.npu, f"{name} -> {row.npu}",
-                        quote=cmd.quote if cmd else None, scope=scope)
+            end = start + len(name)
+            if self.ctx.options.keep_cuda and (form := portable(npu)) is not None:
+                start, end, text = form  # type: ignore[misc]
+                self.change(start, end, text, f"{name} -> {npu}", quote=cmd.quote if cmd else None, scope=scope,
+                            portable=lambda: text)
+                return
+            self.change(start, end, npu, f"{name} -> {npu}", quote=cmd.quote if cmd else None, scope=scope,
+                        portable=lambda: None)
         elif assignment:
             shown = f"{name}={value}" if row.values and value else name
             self.report(start, f"{shown} has no Ascend equivalent; left as is", hint=row.hint)
+
+    def _either(self, script: Script, param: Param, npu: str):
+        """`$CUDA_X` / `${CUDA_X}` -> `${NPU_X:-$CUDA_X}`: (start, end, text), or None."""
+        text = script.text
+        if text.startswith("${", param.start - 2) and text.startswith("}", param.end):
+            start, end = param.start - 2, param.end + 1
+        elif text.startswith("$", param.start - 1) and not text.startswith("${", param.start - 1):
+            start, end = param.start - 1, param.end
+        else:
+            return None  # `${#CUDA_X}`, `${CUDA_X:-0}`, `$((CUDA_X))`: an operator of its own
+        cmd = _innermost(script, param.start)
+        if cmd is None or cmd.context not in ("top", "substitution") or cmd.quote is not None:
+            return None
+        return start, end, "${" + npu + ":-$" + param.name + "}"
+
+
+def _both(word: Word, option: Optional[Word], npu: str):
+    """`CUDA_X=v` -> `CUDA_X=v NPU_X=v` (with `-e` again for a container engine's option): (start, end, text),
+    or None where the value would not read the same twice."""
+    name = _word_name(word)
+    rest = word.text[len(name):]
+    if rest.startswith("+=") or word.array_items or "$(" in rest or "`" in rest:
+        return None
+    again = npu + rest
+    if option is not None:
+        again = f"{option.text} {again}"
+    return word.start, word.end, f"{word.text} {again}"
+
+
+def _innermost(script: Script, offset: int) -> Optional[Command]:
+    """The command whose text holds `offset` (the innermost, for a substitution inside a command)."""
+    holding = [c for c in script.commands if c.start <= offset < c.end]
+    return min(holding, key=lambda c: c.end - c.start) if holding else None

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Optional
 
 from npu_port.transpiler.core.rules import CUDA_WORD
 from npu_port.transpiler.tables.mapping import load_table
-from npu_port.transpiler.text.shell import TEXT_COMMANDS, Script, ShellRule, token_span
+from npu_port.transpiler.text.shell import TEXT_COMMANDS, Command, Script, ShellRule, Word, probed_value, token_span
 
 
 class ShellHydraDevice(ShellRule):
@@ -27,6 +29,13 @@ class ShellHydraDevice(ShellRule):
     Example:
         python3 -m verl.trainer.main_ppo trainer.device=cuda trainer.n_gpus_per_node=8
         ->  python3 -m verl.trainer.main_ppo trainer.device=npu trainer.n_gpus_per_node=8
+
+    With --keep-cuda:
+        python3 -m verl.trainer.main_ppo trainer.device=cuda
+        ->  DEVICE=$(command -v npu-smi >/dev/null 2>&1 && echo npu || echo cuda)  (once, near the top)
+            python3 -m verl.trainer.main_ppo trainer.device=$DEVICE
+        (the launcher's device probe; a YAML config converted with --keep-cuda reads the same variable,
+        `${oc.env:DEVICE,cuda}`; in a command another shell runs it is kept for CUDA, with a warning)
 
     Fix safety:
         Safe: only the value `cuda` of the named key changes.
@@ -50,4 +59,8 @@ class ShellHydraDevice(ShellRule):
                 span = token_span(script, word.start, word.end, "cuda")
                 if span:
                     self.change(*span, "npu", f"{m.group(1)}=cuda -> {m.group(1)}=npu", quote=cmd.quote,
-                                scope=(cmd.start, cmd.end))
+                                scope=(cmd.start, cmd.end),
+                                portable=self._portable(cmd, word, span[0]))
+
+    def _portable(self, cmd: Command, word: Word, at: int) -> Callable[[], Optional[str]]:
+        return lambda: probed_value(self, cmd, word, at, quoted=False)

@@ -826,3 +826,110 @@ def indentation(text: str, offset: int) -> str:
     while end < len(text) and text[end] in " \t":
         end += 1
     return text[start:end]
+
+
+# -- --keep-cuda: one device probe per launcher ---------------------------------------------------
+# A launcher that must run on both kinds of host asks once which accelerator it has, near the top, and
+# every value that names the device (`--device`, `trainer.device=`, the collective backend) reads the
+# answer: `$DEVICE` is `npu` where the Ascend driver's npu-smi is on the PATH, else `cuda`.
+PROBE_LINES = {
+    "DEVICE": "DEVICE=$(command -v npu-smi >/dev/null 2>&1 && echo npu || echo cuda)"
+              "  # this host's accelerator (npu-port --keep-cuda)",
+    "DIST_BACKEND": 'DIST_BACKEND=$([ "$DEVICE" = npu ] && echo hccl || echo nccl)'
+                    "  # its collective backend (npu-port --keep-cuda)",
+}
+_PROBE_NEEDS = {"DIST_BACKEND": ("DEVICE",)}
+_PROBE_LINE_RE = {name: re.compile(r"^" + re.escape(line.partition("  #")[0]) + r"[ \t]*(#.*)?$", re.M)
+                  for name, line in PROBE_LINES.items()}
+
+
+def _probe_line_span(text: str, name: str) -> Optional[tuple[int, int]]:
+    m = _PROBE_LINE_RE[name].search(text)
+    return (m.start(), m.end()) if m else None
+
+
+def _probe_offset(script: Script) -> int:
+    """Where probe lines go: after the last probe line already there, else at the end of the launcher's
+    preamble (preamble_end), so that the probe runs before anything that reads it."""
+    text = script.text
+    ends = [span[1] for name in PROBE_LINES if (span := _probe_line_span(text, name))]
+    if ends:
+        return next_line_start(text, max(ends))
+    return preamble_end(script)
+
+
+def probe_reference(rule: ShellRule, cmd: Command, name: str = "DEVICE") -> Optional[str]:
+    """`$NAME` of the launcher's device probe variable (PROBE_LINES), with the probe line added near the top
+    of the script where it has none yet (once, however many values read it); None where the value at
+    `cmd` cannot read it: a command another shell runs (`bash -c '...'`, ssh, a here-document) does not
+    see the launcher's variables, and a script that sets a variable of that name itself means something
+    else by it."""
+    if cmd.context not in ("top", "substitution") or cmd.quote is not None:
+        return None
+    script: Script = rule.parsed
+    text = script.text
+    wanted = [*_PROBE_NEEDS.get(name, ()), name]
+    own = {n for n in wanted if _probe_line_span(text, n) is None}
+    assigned = script.assigned_names()
+    if any(n in own and (n in assigned or any(p.name == n for p in script.params)) for n in wanted):
+        return None  # the script's own variable of that name (or one it reads from its environment)
+    if any(n not in own for n in wanted) and any(
+            n in assigned and _assigned_elsewhere(script, n) for n in wanted if n not in own):
+        return None
+    queued = getattr(rule, "_probes_queued", None)
+    if queued is None or queued[0] is not rule.edits:
+        queued = (rule.edits, set())
+        rule._probes_queued = queued  # type: ignore[attr-defined]
+    offset = _probe_offset(script)
+    for n in wanted:
+        if n in own and n not in queued[1]:
+            rule.edits.append(Edit(offset, offset, PROBE_LINES[n] + "\n"))
+            queued[1].add(n)
+    return "$" + name
+
+
+def _assigned_elsewhere(script: Script, name: str) -> bool:
+    """`name` is set by a command other than its probe line."""
+    span = _probe_line_span(script.text, name)
+    for cmd in script.commands:
+        for w in list(cmd.assignments) + cmd.argv()[1]:
+            if (w.text.startswith(name + "=") or w.text.startswith(name + "+=")) and not (
+                    span and span[0] <= w.start < span[1]):
+                return True
+        if cmd.program() in ("export", "declare", "typeset", "readonly", "local") and any(
+                w.text.startswith(name + "=") for w in cmd.args()):
+            return True
+    return False
+
+
+def quote_at(word: Word, offset: int) -> Optional[str]:
+    """The quote (`'` or `"`) that the file offset `offset` inside `word` sits in, or None."""
+    state: Optional[str] = None
+    i, text = 0, word.text
+    stop = offset - word.start
+    while i < min(stop, len(text)):
+        c = text[i]
+        if state is None and c == "\\":
+            i += 2
+            continue
+        if state == '"' and c == "\\":
+            i += 2
+            continue
+        if c in "'\"" and state in (None, c):
+            state = None if state == c else c
+        i += 1
+    return state
+
+
+def probed_value(rule: ShellRule, cmd: Command, word: Word, offset: int, name: str = "DEVICE",
+                 *, quoted: bool = True) -> Optional[str]:
+    """The text that reads probe variable `name` at `offset` of `word`: `"$DEVICE"` in an unquoted value
+    (`quoted`), `$DEVICE` where the value already sits in double quotes or `quoted` is false; None in single
+    quotes (no expansion there) or where probe_reference has none."""
+    state = quote_at(word, offset)
+    if state == "'":
+        return None
+    ref = probe_reference(rule, cmd, name)
+    if ref is None:
+        return None
+    return f'"{ref}"' if quoted and state is None else ref
