@@ -30,6 +30,7 @@ class StringPositionRule(LiteralOnly, PythonRule):
         self._signatures: dict[str, Optional[_Signature]] = {}  # None: defined twice, not followed
         self._held_args: dict[int, tuple] = {}  # id(original string) -> ("call", f, index, kw) | ("param", f, p)
         self._deferred: dict[int, tuple] = {}  # id(updated string) -> (key, new node, original node)
+        self._returning: set[str] = set()  # the file's functions whose result is used in a position
 
     @staticmethod
     def new_text(text: str) -> Optional[str]:
@@ -75,8 +76,16 @@ class StringPositionRule(LiteralOnly, PythonRule):
         for node in nodes:
             if isinstance(node, cst.Name):
                 self._scopes[-1].used.add(node.value)
+            elif isinstance(node, cst.Call):
+                self._returning.add(node.func.value)  # a call of a plain name (string_leaves)
             else:
                 self._marked.add(id(node))
+
+    def visit_Return(self, node: cst.Return) -> None:
+        # `def get_device(): return "cuda"` used as `device=get_device()`: held until the module's end.
+        signature = self._scopes[-1].signature
+        if signature is not None and node.value is not None:
+            self._hold_argument(node.value, ("return", signature.name))
 
     # -- local variables that carry a device/backend string into a position --------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -103,7 +112,8 @@ class StringPositionRule(LiteralOnly, PythonRule):
     # -- strings passed to the file's own functions ---------------------------------------------
     def _hold_argument(self, value: cst.BaseExpression, key: tuple) -> None:
         for leaf in string_leaves(value):
-            if not isinstance(leaf, cst.Name) and id(leaf) not in self._marked and self._converted(leaf) is not None:
+            if not isinstance(leaf, (cst.Name, cst.Call)) and id(leaf) not in self._marked \
+                    and self._converted(leaf) is not None:
                 self._held_args.setdefault(id(leaf), key)
 
     def _hold_call(self, node: cst.Call) -> None:
@@ -132,15 +142,24 @@ class StringPositionRule(LiteralOnly, PythonRule):
     def _settle_arguments(self, updated):
         todo = {}
         for i, (key, new, original) in self._deferred.items():
-            signature, param = self._parameter(key)
-            if signature is None or param not in signature.positions or self.ctx.left_as_is(original, self.ID):
+            if key[0] == "return":
+                signature, param = self._signatures.get(key[1]), None
+                if signature is None or key[1] not in self._returning:
+                    continue
+                how = f"what `{signature.name}()` returns"
+            else:
+                signature, param = self._parameter(key)
+                if signature is None or param not in signature.positions:
+                    continue
+                how = f"`{signature.name}({param})`"
+            if self.ctx.left_as_is(original, self.ID):
                 continue
             form = self._replacement(original, original, new)
             if form is None:
                 continue
             todo[i] = form
             self.ctx.note(original, self.ID, f"{_text_of(original)} -> {_text_of(form)} (flows into a {self.POSITION} "
-                                             f"position through `{signature.name}({param})`)", kind="change")
+                                             f"position through {how})", kind="change")
         return transform(updated, _ReplaceStrings(todo)) if todo else updated
 
     def _hold(self, targets, value) -> None:
@@ -210,6 +229,8 @@ class StringPositionRule(LiteralOnly, PythonRule):
 
     def _converted(self, node):
         """The node with its text in the target spelling, or None when it has nothing to change."""
+        if not isinstance(node, (cst.SimpleString, cst.FormattedString)):
+            return None
         if isinstance(node, cst.SimpleString):
             if "b" in node.prefix.lower():
                 return None

@@ -21,7 +21,7 @@ def test_keep_cuda_writes_device_agnostic_code_and_says_for_which_torch(tmp_path
     assert "torch.accelerator.synchronize()" in result.stdout
     assert "x = torch.zeros(2).to(torch.accelerator.current_accelerator())" in result.stdout
     assert "torch.npu" not in result.stdout and "try:\n    import torch_npu" in result.stdout
-    assert "--keep-cuda: the output must run on torch 2.13 (no torch pin found near the inputs)" in result.stderr
+    assert "--keep-cuda: the output must run on torch 2.14 (no torch pin found near the inputs)" in result.stderr
 
 
 def test_an_older_torch_pin_gets_the_explicit_form(tmp_path):

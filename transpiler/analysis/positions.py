@@ -63,8 +63,9 @@ class PositionPolicy:
 
 
 def string_leaves(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
-    """The string literals whose text becomes the value of `expr` (or its leading part), and the plain
-    variables (Name nodes) whose value does: a rule may follow those to their assignment."""
+    """The string literals whose text becomes the value of `expr` (or its leading part), the plain
+    variables (Name nodes) whose value does, and the calls of plain names (`get_device()`) whose result
+    does: a rule may follow those to their assignment or to the function's returns."""
     if isinstance(expr, (cst.SimpleString, cst.FormattedString, cst.Name)):
         yield expr
     elif isinstance(expr, cst.ConcatenatedString):
@@ -94,6 +95,8 @@ def string_leaves(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
             for arg in expr.args:
                 if arg.keyword is not None and arg.keyword.value == "default":
                     yield from string_leaves(arg.value)
+        elif isinstance(func, cst.Name):
+            yield expr  # `f()`: the file's own function may return the string (rules follow its returns)
 
 
 def _argparse_dest(call: cst.Call) -> Optional[str]:
