@@ -34,7 +34,8 @@ class NcclBackend(StringPositionRule):
         In backend positions only: `init_process_group("nccl")`/`backend="nccl"`, `new_group(backend=...)`,
         `Backend("nccl")`, backend settings (assignments, parameter defaults, argparse defaults and
         choices, dict entries named `backend`/`*_backend`/`dist_backend`), and comparisons with such a
-        setting or `dist.get_backend()`. Device:backend lists change in both parts:
+        setting or `dist.get_backend()`, and what a test's stand-in for `get_backend` returns
+        (`patch("torch.distributed.get_backend", return_value="nccl")`, `patch.object(dist, "get_backend", ...)`). Device:backend lists change in both parts:
         `"cpu:gloo,cuda:nccl"` -> `"cpu:gloo,npu:hccl"`. `torch.distributed.Backend.NCCL` becomes
         `Backend.HCCL` (torch_npu registers the hccl backend, which adds that attribute), and
         `torch.distributed.is_nccl_available` becomes `torch_npu.distributed.is_hccl_available`.

@@ -27,6 +27,9 @@ class PositionPolicy:
     # callee (`x.*` matches any member of x) -> why its arguments are no position although a keyword is
     # named like one (ray.util.collective takes backend="nccl" but has no HCCL group).
     not_positions: dict[str, str] = field(default_factory=dict)
+    # Functions whose result is such a value: a test's stand-in for one (`patch("...get_backend",
+    # return_value="nccl")`) returns a position.
+    returned_by: tuple[str, ...] = ()
 
     @classmethod
     def from_data(cls, data: dict) -> PositionPolicy:
@@ -36,6 +39,7 @@ class PositionPolicy:
             methods={k: tuple(v) for k, v in (data.get("methods") or {}).items()},
             compared_with=tuple(data.get("compared_with", ())),
             not_positions=dict(data.get("not_positions") or {}),
+            returned_by=tuple(data.get("returned_by", ())),
         )
 
     def not_a_position(self, callee: Optional[str]) -> Optional[str]:
@@ -159,6 +163,7 @@ class PositionFinder:
             if arg.keyword is not None and p.names_setting(arg.keyword.value):
                 yield from string_leaves(arg.value)
         yield from self._defaults_of_lookups(call)
+        yield from self._patched_returns(call)
         if isinstance(func, cst.Attribute) and func.attr.value in ("startswith", "endswith") \
                 and self._compared(func.value) and positional:
             yield from string_leaves(positional[0].value)  # str(x.device).startswith("cuda")
@@ -166,6 +171,26 @@ class PositionFinder:
                 and p.names_setting(_argparse_dest(call)):
             for arg in call.args:
                 if arg.keyword is not None and arg.keyword.value in ("default", "choices", "const"):
+                    yield from string_leaves(arg.value)
+
+    def _patched_returns(self, call: cst.Call) -> Iterator[cst.BaseExpression]:
+        """`patch("torch.distributed.get_backend", return_value="nccl")` and `patch.object(dist,
+        "get_backend", return_value=...)` (unittest.mock, pytest-mock's mocker): the stand-in's result."""
+        if not self.policy.returned_by or not isinstance(call.func, (cst.Attribute, cst.Name)):
+            return
+        name = call.func.attr.value if isinstance(call.func, cst.Attribute) else call.func.value
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        target = None
+        if name == "patch" and positional and isinstance(positional[0], cst.SimpleString):
+            target = positional[0].evaluated_value
+        elif name == "object" and isinstance(call.func, cst.Attribute) and dotted_name(call.func.value) in (
+                "patch", "mock.patch", "unittest.mock.patch", "mocker.patch") and len(positional) >= 2 \
+                and isinstance(positional[1], cst.SimpleString):
+            owner = self.resolve(positional[0]) or dotted_name(positional[0])
+            target = f"{owner}.{positional[1].evaluated_value}" if owner else None
+        if isinstance(target, str) and target in self.policy.returned_by:
+            for arg in call.args:
+                if arg.keyword is not None and arg.keyword.value == "return_value":
                     yield from string_leaves(arg.value)
 
     def _defaults_of_lookups(self, call: cst.Call) -> Iterator[cst.BaseExpression]:
