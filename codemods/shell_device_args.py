@@ -38,7 +38,7 @@ class ShellDeviceArgs(ShellRule):
 
     With --keep-cuda:
         torchrun --nproc_per_node=8 train.py --device cuda --dist-backend nccl
-        ->  DEVICE=$(command -v npu-smi >/dev/null 2>&1 && echo npu || echo cuda)  (once, near the top)
+        ->  export DEVICE=$(command -v npu-smi >/dev/null 2>&1 && echo npu || echo cuda)  (once, near the top)
             DIST_BACKEND=$([ "$DEVICE" = npu ] && echo hccl || echo nccl)
             torchrun --nproc_per_node=8 train.py --device "$DEVICE" --dist-backend "$DIST_BACKEND"
         (the values read the launcher's device probe; in a command another shell runs, `bash -c '...'`

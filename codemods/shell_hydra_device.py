@@ -32,7 +32,7 @@ class ShellHydraDevice(ShellRule):
 
     With --keep-cuda:
         python3 -m verl.trainer.main_ppo trainer.device=cuda
-        ->  DEVICE=$(command -v npu-smi >/dev/null 2>&1 && echo npu || echo cuda)  (once, near the top)
+        ->  export DEVICE=$(command -v npu-smi >/dev/null 2>&1 && echo npu || echo cuda)  (once, near the top)
             python3 -m verl.trainer.main_ppo trainer.device=$DEVICE
         (the launcher's device probe; a YAML config converted with --keep-cuda reads the same variable,
         `${oc.env:DEVICE,cuda}`; in a command another shell runs it is kept for CUDA, with a warning)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from npu_port.codemods._env_table import env_triggers
 from npu_port.codemods.shell_env_vars import env_lookup
-from npu_port.transpiler.text.yaml_edit import YamlDocument, YamlRule
+from npu_port.transpiler.text.yaml_edit import YamlDocument, YamlRule, entry_copy
 
 
 class YamlEnvVars(YamlRule):
@@ -25,6 +25,14 @@ class YamlEnvVars(YamlRule):
     Example:
         env_vars:                                  env_vars:
           PYTORCH_CUDA_ALLOC_CONF: "expandable..."  ->  PYTORCH_NPU_ALLOC_CONF: "expandable..."
+
+    With --keep-cuda:
+        env_vars:                          env_vars:
+          CUDA_VISIBLE_DEVICES: "0,1"  ->    CUDA_VISIBLE_DEVICES: "0,1"
+                                             ASCEND_RT_VISIBLE_DEVICES: "0,1"
+        env_vars: {CUDA_VISIBLE_DEVICES: "0"}  ->  env_vars: {CUDA_VISIBLE_DEVICES: "0", ASCEND_RT_VISIBLE_DEVICES: "0"}
+        (both names, with the same value text; a mapping that has both already is left alone. A value
+        that is not one scalar on the key's line is kept for CUDA, with a warning.)
 
     Fix safety:
         Safe: names only; values, quotes and comments stay.
@@ -47,7 +55,12 @@ class YamlEnvVars(YamlRule):
                 span = doc.key_span(mapping, key)
                 if row.status == "rename" and row.npu:
                     if row.npu in mapping:
-                        self.report(span[0], f"{name} and {row.npu} are both set; remove {name}")
+                        if not self.ctx.options.keep_cuda:  # both names: the --keep-cuda form
+                            self.report(span[0], f"{name} and {row.npu} are both set; remove {name}")
+                        continue
+                    copy = entry_copy(doc, mapping, key, row.npu) if self.ctx.options.keep_cuda else None
+                    if copy is not None:
+                        self.add_entry(copy, span[0], f"{name} -> {name} and {row.npu}")
                     else:
                         self.replace(span, name, row.npu, f"{name} -> {row.npu}")
                 else:

@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Optional
+
 from npu_port.transpiler.core.rules import CUDA_WORD
 from npu_port.transpiler.text.yaml_edit import YamlDocument, YamlRule
 
 # Top-level sections of a VERL trainer config (verl/trainer/config/ppo_trainer.yaml).
 _VERL_SECTIONS = ("actor_rollout_ref", "critic", "algorithm", "reward_model")
+# --keep-cuda: the launcher's device probe (transpiler/text/shell.PROBE_LINES exports DEVICE), through
+# OmegaConf's env resolver, which VERL's Hydra configs resolve (main_ppo: OmegaConf.resolve(config)).
+_FROM_LAUNCHER = "${oc.env:DEVICE,cuda}"
 
 
 class YamlVerlDevice(YamlRule):
@@ -29,6 +35,14 @@ class YamlVerlDevice(YamlRule):
           device: cuda      ->        device: npu
           n_gpus_per_node: 8          n_gpus_per_node: 8
 
+    With --keep-cuda:
+        trainer:                    trainer:
+          device: cuda      ->        device: ${oc.env:DEVICE,cuda}
+        (the device the launcher's probe exported, `export DEVICE=$(command -v npu-smi ... && echo npu
+        || echo cuda)`, which shell-device-args / shell-hydra-device add with --keep-cuda; `cuda`, as
+        before, where the job's environment has no DEVICE: recent VERL then picks the NPU by itself,
+        `auto_set_device`. OmegaConf resolves `${oc.env:...}` in every VERL config loaded through Hydra.)
+
     Fix safety:
         Safe: one value changes; the file is edited in place, not re-dumped.
     """
@@ -47,4 +61,11 @@ class YamlVerlDevice(YamlRule):
                 continue
             if not (any(k in root for k in _VERL_SECTIONS) or "n_gpus_per_node" in trainer):
                 continue
-            self.replace(doc.value_span(trainer, "device"), "cuda", "npu", "trainer.device: cuda -> npu")
+            # Flow style (`trainer: {device: cuda}`) reads `,` and `{}` as its own: the interpolation is quoted.
+            form = f"'{_FROM_LAUNCHER}'" if trainer.fa.flow_style() else _FROM_LAUNCHER
+            self.replace(doc.value_span(trainer, "device"), "cuda", "npu", "trainer.device: cuda -> npu",
+                         portable=_constant(form))
+
+
+def _constant(text: str) -> Callable[[], Optional[str]]:
+    return lambda: text

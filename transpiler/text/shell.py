@@ -831,9 +831,10 @@ def indentation(text: str, offset: int) -> str:
 # -- --keep-cuda: one device probe per launcher ---------------------------------------------------
 # A launcher that must run on both kinds of host asks once which accelerator it has, near the top, and
 # every value that names the device (`--device`, `trainer.device=`, the collective backend) reads the
-# answer: `$DEVICE` is `npu` where the Ascend driver's npu-smi is on the PATH, else `cuda`.
+# answer: `$DEVICE` is `npu` where the Ascend driver's npu-smi is on the PATH, else `cuda`. It is exported:
+# a VERL config converted with --keep-cuda reads it too (`device: ${oc.env:DEVICE,cuda}`).
 PROBE_LINES = {
-    "DEVICE": "DEVICE=$(command -v npu-smi >/dev/null 2>&1 && echo npu || echo cuda)"
+    "DEVICE": "export DEVICE=$(command -v npu-smi >/dev/null 2>&1 && echo npu || echo cuda)"
               "  # this host's accelerator (npu-port --keep-cuda)",
     "DIST_BACKEND": 'DIST_BACKEND=$([ "$DEVICE" = npu ] && echo hccl || echo nccl)'
                     "  # its collective backend (npu-port --keep-cuda)",
@@ -892,12 +893,11 @@ def _assigned_elsewhere(script: Script, name: str) -> bool:
     """`name` is set by a command other than its probe line."""
     span = _probe_line_span(script.text, name)
     for cmd in script.commands:
-        for w in list(cmd.assignments) + cmd.argv()[1]:
-            if (w.text.startswith(name + "=") or w.text.startswith(name + "+=")) and not (
-                    span and span[0] <= w.start < span[1]):
-                return True
-        if cmd.program() in ("export", "declare", "typeset", "readonly", "local") and any(
-                w.text.startswith(name + "=") for w in cmd.args()):
+        words = list(cmd.assignments) + cmd.argv()[1]
+        if cmd.program() in ("export", "declare", "typeset", "readonly", "local"):
+            words += cmd.args()
+        if any((w.text.startswith(name + "=") or w.text.startswith(name + "+=")) and not (
+                span and span[0] <= w.start < span[1]) for w in words):
             return True
     return False
 

@@ -159,3 +159,40 @@ class YamlRule(SpanEditRule):
         line, col = self.positions.line_col(start)
         self.ctx.add(self.ID, line, col, message, kind="change")
         return True
+
+    def add_entry(self, insertion: tuple[int, str], at: int, message: str, *, new: str = "") -> bool:
+        """--keep-cuda: insert the text of a new mapping entry (entry_copy); `at` is the offset of the entry
+        it sits beside, for the ignore comments and the change's line. Without --keep-cuda it does nothing."""
+        offset, text = insertion
+        if not self.ctx.options.keep_cuda or self.positions.is_silenced(self.ID, at):
+            return False
+        self.edits.append(Edit(offset, offset, text))
+        line, col = self.positions.line_col(at)
+        self.ctx.add(self.ID, line, col, message, kind="change")
+        return True
+
+
+def entry_copy(doc: YamlDocument, mapping: CommentedMap, key: Any, new_key: str) -> Optional[tuple[int, str]]:
+    """Where and what to insert so that `mapping` also has `new_key` with the value text of `key`, written as
+    the mapping is: `, NEW: value` after the value in a flow mapping, a line of its own below the entry
+    (same indentation, after its comment) in a block one. None where the value is not one scalar on the
+    key's line (a nested mapping, a multi-line string)."""
+    value = mapping[key]
+    if isinstance(value, (CommentedMap, CommentedSeq)):
+        return None
+    key_start, _ = doc.key_span(mapping, key)
+    start, end = doc.value_span(mapping, key)
+    text = doc.text
+    token = text[start:end]
+    if not token or "\n" in text[key_start:end] or token[:1] in "|>&*!":
+        return None
+    entry = f"{new_key}: {token}"
+    if mapping.fa.flow_style():
+        return end, f", {entry}"
+    indent = key_start - (text.rfind("\n", 0, key_start) + 1)
+    if text[key_start - indent:key_start].strip(" "):
+        return None  # the key shares its line with something else (`- KEY: v` in a sequence)
+    nl = text.find("\n", end)
+    if nl < 0:
+        return len(text), "\n" + " " * indent + entry
+    return nl + 1, " " * indent + entry + "\n"
