@@ -6,7 +6,7 @@ import json
 import re
 from typing import Optional
 
-from npu_port.transpiler.text.shell import Command, Script, ShellRule, Word, option_values
+from npu_port.transpiler.text.shell import Command, Script, ShellRule, Word, option_values, probe_reference
 
 _NUMBER = re.compile(r"\d+(\.\d+)?")
 _SIMPLE_EXPANSION = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*|\{[^{}'\"\\`]*\})")
@@ -30,6 +30,13 @@ class ShellRayStart(ShellRule):
     Example:
         ray start --head --port=6379 --num-gpus=8
         ->  ray start --head --port=6379 --resources='{"NPU": 8}'
+
+    With --keep-cuda:
+        ray start --head --port=6379 --num-gpus=8
+        ->  export DEVICE=$(command -v npu-smi >/dev/null 2>&1 && echo npu || echo cuda)  (once, near the top)
+            ray start --head --port=6379 "$([ "$DEVICE" = npu ] && echo '--resources={"NPU": 8}' || echo --num-gpus=8)"
+        (the launcher's device probe picks the option; kept for CUDA, with a warning: a `--num-gpus` to
+        merge into a `--resources` already there, and a `ray start` that another shell runs)
 
     Fix safety:
         Safe for literal counts and plain expansions; anything else is reported.
@@ -75,7 +82,20 @@ class ShellRayStart(ShellRule):
             return
         new = _resources({}, count, expansion, cmd.quote)
         self.change(opt.start, last.end, new, f"ray start --num-gpus {raw} -> {new}", quote=cmd.quote,
-                    scope=(cmd.start, cmd.end))
+                    scope=(cmd.start, cmd.end), portable=lambda: self._either(cmd, count, expansion))
+
+    def _either(self, cmd: Command, count: Optional[str], expansion: Optional[str]) -> Optional[str]:
+        """--keep-cuda: one word that is `--resources={"NPU": N}` where the launcher's probe found the NPU,
+        else `--num-gpus=N` (a quoted substitution is one word, spaces and all)."""
+        device = probe_reference(self, cmd)
+        if device is None:
+            return None
+        if expansion is None:
+            assert count is not None
+            npu, gpu = "'--resources={\"NPU\": " + json.dumps(json.loads(count)) + "}'", f"--num-gpus={count}"
+        else:
+            npu, gpu = '"--resources={\\"NPU\\": ' + expansion + '}"', f'"--num-gpus={expansion}"'
+        return f'"$([ "{device}" = npu ] && echo {npu} || echo {gpu})"'
 
     def _merge(self, script: Script, cmd: Command, existing, count, expansion, drop: tuple[int, int]) -> None:
         opt, value_word, vstart, vend = existing
