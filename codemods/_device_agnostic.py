@@ -30,16 +30,26 @@ from npu_port.transpiler.tables.device_agnostic import portable_forms
 from npu_port.transpiler.tables.device_agnostic import release as _release
 
 
+def _imported_at_top(text: str, package: str) -> bool:
+    """The module imports `package` unconditionally: an import statement at column 0. One inside
+    `if is_vllm_available():` or `try:` is indented, and its helpers must not be imported at the top."""
+    return re.search(rf"^(?:import|from)[ \t]+{package}\b", text, re.M) is not None
+
+
 def uses_verl(ctx: PythonContext) -> bool:
-    """A file of a VERL project: it imports verl, or it is part of verl itself."""
+    """A file of a VERL project: it imports verl unconditionally, or it is part of verl itself."""
     path = "/" + ctx.path.replace("\\", "/")
-    return "/verl/" in path or ctx.imports.imports_module("verl")
+    return "/verl/" in path or _imported_at_top(ctx.text, "verl")
+
+
+def uses_vllm(ctx: PythonContext) -> bool:
+    return _imported_at_top(ctx.text, "vllm")
 
 
 def framework_loads_torch_npu(ctx: PythonContext) -> bool:
     """verl (verl.utils.device) and vLLM (vllm-ascend's platform plugin) import torch_npu themselves where
     it is installed: their files need no import of it."""
-    return uses_verl(ctx) or ctx.imports.imports_module("vllm")
+    return uses_verl(ctx) or uses_vllm(ctx)
 
 
 class DeviceAgnostic:
@@ -53,7 +63,7 @@ class DeviceAgnostic:
         self._portable = portable_forms(ctx.target)  # torch.cuda name -> its forms (portable_torch.yaml)
         self._verl = facts["verl"] if uses_verl(ctx) else None
         # A vLLM file names its device through vLLM's platform (vllm-ascend's NPUPlatform answers "npu").
-        self._vllm = facts["vllm"] if self._verl is None and ctx.imports.imports_module("vllm") else None
+        self._vllm = facts["vllm"] if self._verl is None and uses_vllm(ctx) else None
 
     def has(self, form: str) -> bool:
         """The oldest torch the output must run on has this form (a key of device_agnostic.yaml's since:)."""
