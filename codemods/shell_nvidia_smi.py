@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+from typing import Optional
+
 from npu_port.transpiler.tables.mapping import load_table
-from npu_port.transpiler.text.shell import TEXT_COMMANDS, Script, ShellRule
+from npu_port.transpiler.text.shell import TEXT_COMMANDS, Command, Script, ShellRule, in_probe_line, probe_reference
 
 _LOOKUPS = ("command", "which", "type", "hash")
 
@@ -26,6 +29,15 @@ class ShellNvidiaSmi(ShellRule):
         if nvidia-smi > /dev/null 2>&1; then   ->  if npu-smi info > /dev/null 2>&1; then
         N=$(nvidia-smi -L | wc -l)             ->  (reported)
 
+    With --keep-cuda:
+        if ! command -v nvidia-smi >/dev/null; then  ->  if ! command -v "$SMI" >/dev/null; then
+        nvidia-smi                                   ->  device_smi
+        (after the launcher's device probe, added once near the top:
+            export DEVICE=$(command -v npu-smi >/dev/null 2>&1 && echo npu || echo cuda)
+            SMI=$([ "$DEVICE" = npu ] && echo npu-smi || echo nvidia-smi)
+            device_smi() { if [ "$DEVICE" = npu ]; then npu-smi info; else nvidia-smi; fi; }
+        each only where the script uses it. Output that is parsed stays reported, as without --keep-cuda.)
+
     Fix safety:
         Safe for presence checks; parsing is only reported.
     """
@@ -46,10 +58,12 @@ class ShellNvidiaSmi(ShellRule):
             word = cmd.words[i]
             args = cmd.words[i + 1:]
             scope = (cmd.start, cmd.end)
+            if in_probe_line(script, word.start):
+                continue  # the GPU branch of the launcher's --keep-cuda probe
             if prog == "nvidia-smi":
                 if not args and not cmd.output_consumed:
                     self.change(word.start, word.end, replacement, f"nvidia-smi -> {replacement}",
-                                quote=cmd.quote, scope=scope)
+                                quote=cmd.quote, scope=scope, portable=self._probed(cmd, "device_smi"))
                 else:
                     self.report(word.start, "nvidia-smi output is parsed here; npu-smi has no compatible "
                                 "output", hint=table["hint"])
@@ -57,9 +71,15 @@ class ShellNvidiaSmi(ShellRule):
                 for arg in args:
                     if arg.value == "nvidia-smi":
                         self.change(arg.start, arg.end, tool, f"{prog} nvidia-smi -> {prog} {tool}",
-                                    quote=cmd.quote, scope=scope)
+                                    quote=cmd.quote, scope=scope, portable=self._probed(cmd, "SMI", quoted=True))
             elif prog not in TEXT_COMMANDS:
                 for arg in args:
                     if arg.value == "nvidia-smi":
                         self.report(arg.start, f"{prog} runs nvidia-smi; Ascend has npu-smi ({replacement})",
                                     hint=table["hint"])
+
+    def _probed(self, cmd: Command, name: str, *, quoted: bool = False) -> Callable[[], Optional[str]]:
+        def form() -> Optional[str]:
+            ref = probe_reference(self, cmd, name)
+            return f'"{ref}"' if ref is not None and quoted else ref
+        return form

@@ -838,8 +838,13 @@ PROBE_LINES = {
               "  # this host's accelerator (npu-port --keep-cuda)",
     "DIST_BACKEND": 'DIST_BACKEND=$([ "$DEVICE" = npu ] && echo hccl || echo nccl)'
                     "  # its collective backend (npu-port --keep-cuda)",
+    "SMI": 'SMI=$([ "$DEVICE" = npu ] && echo npu-smi || echo nvidia-smi)'
+           "  # its driver's device tool (npu-port --keep-cuda)",
+    "device_smi": 'device_smi() { if [ "$DEVICE" = npu ]; then npu-smi info; else nvidia-smi; fi; }'
+                  "  # its status view (npu-port --keep-cuda)",
 }
-_PROBE_NEEDS = {"DIST_BACKEND": ("DEVICE",)}
+_PROBE_NEEDS = {"DIST_BACKEND": ("DEVICE",), "SMI": ("DEVICE",), "device_smi": ("DEVICE",)}
+_PROBE_FUNCTIONS = frozenset({"device_smi"})  # read as a command name, not as `$NAME`
 _PROBE_LINE_RE = {name: re.compile(r"^" + re.escape(line.partition("  #")[0]) + r"[ \t]*(#.*)?$", re.M)
                   for name, line in PROBE_LINES.items()}
 
@@ -872,7 +877,8 @@ def probe_reference(rule: ShellRule, cmd: Command, name: str = "DEVICE") -> Opti
     wanted = [*_PROBE_NEEDS.get(name, ()), name]
     own = {n for n in wanted if _probe_line_span(text, n) is None}
     assigned = script.assigned_names()
-    if any(n in own and (n in assigned or any(p.name == n for p in script.params)) for n in wanted):
+    if any(n in own and (n in assigned or any(p.name == n for p in script.params)
+                         or (n in _PROBE_FUNCTIONS and re.search(rf"\b{n}\b", text))) for n in wanted):
         return None  # the script's own variable of that name (or one it reads from its environment)
     if any(n not in own for n in wanted) and any(
             n in assigned and _assigned_elsewhere(script, n) for n in wanted if n not in own):
@@ -886,7 +892,12 @@ def probe_reference(rule: ShellRule, cmd: Command, name: str = "DEVICE") -> Opti
         if n in own and n not in queued[1]:
             rule.edits.append(Edit(offset, offset, PROBE_LINES[n] + "\n"))
             queued[1].add(n)
-    return "$" + name
+    return name if name in _PROBE_FUNCTIONS else "$" + name
+
+
+def in_probe_line(script: Script, offset: int) -> bool:
+    """`offset` is on one of the probe lines that --keep-cuda added (their `nvidia-smi` is the GPU branch)."""
+    return any(span[0] <= offset < span[1] for n in PROBE_LINES if (span := _probe_line_span(script.text, n)))
 
 
 def _assigned_elsewhere(script: Script, name: str) -> bool:
