@@ -22,11 +22,14 @@ class ShellAscendSetenv(ShellRule):
         In a script that launches Python, torchrun, Ray, vLLM, accelerate or deepspeed, inserts the
         `source` lines from the target's shell table after the shebang, the leading comments and
         `set -e`-style lines, each one unless the script already sources a file ending in the same
-        path (any install prefix counts).
+        path (any install prefix counts). Not in launchers of VERL (`python -m verl...`): VERL's
+        Ascend images and quick start activate the CANN environment outside the launcher, and 23 of
+        its 24 NPU launchers do not source it.
 
     Why:
         The CANN toolkit and the ATB library are found through the variables these scripts set;
-        VERL's NPU launchers (e.g. run_qwen3_4b_grpo_vllm_1k_npu.sh) start with both lines. Images
+        a launcher run on a bare host needs both lines (verl's run_qwen3_4b_grpo_vllm_1k_npu.sh starts
+        with them). Images
         that already set them up make the lines harmless, so this is an opt-in extra.
 
     Example:
@@ -48,9 +51,13 @@ class ShellAscendSetenv(ShellRule):
     def check(self, script: Script) -> None:
         if not is_launcher(script):
             return
+        table = load_table(self.ctx.target, "shell")
+        if any((launch := python_launch(cmd)) and launch.is_module and launch.target.startswith(prefix)
+               for cmd in script.commands for prefix in table.get("ascend_setenv_not_in", ())):
+            return
         sourced = [w.value or w.text for cmd in script.commands if cmd.program() in ("source", ".")
                    for w in cmd.args()]
-        missing = [row["path"] for row in load_table(self.ctx.target, "shell")["ascend_setenv"]
+        missing = [row["path"] for row in table["ascend_setenv"]
                    if not any(s.endswith(row["marker"]) for s in sourced)]
         if missing:
             self.insert_lines(preamble_end(script), [f"source {p}" for p in missing],
