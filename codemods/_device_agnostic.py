@@ -61,7 +61,9 @@ class DeviceAgnostic:
         self._torch = _release(ctx.options.torch_version or facts["torch"]["newest"])
         self._since = {name: _release(v) for name, v in facts["torch"]["since"].items()}
         self._portable = portable_forms(ctx.target)  # torch.cuda name -> its forms (portable_torch.yaml)
-        self._verl = facts["verl"] if uses_verl(ctx) else None
+        verl = ctx.options.verl_version
+        self._verl = facts["verl"]["helpers"] if uses_verl(ctx) and (
+            verl is None or _release(verl) >= _release(facts["verl"]["since"])) else None
         # A vLLM file names its device through vLLM's platform (vllm-ascend's NPUPlatform answers "npu").
         self._vllm = facts["vllm"] if self._verl is None and uses_vllm(ctx) else None
 

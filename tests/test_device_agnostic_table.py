@@ -42,7 +42,8 @@ def test_the_verl_helpers_exist_in_the_snapshotted_releases():
         if "verl.utils.device" not in modules:
             continue
         checked += 1
-        for helper in facts("ascend")["verl"].values():
+        assert release(json.loads(path.read_text(encoding="utf-8"))["version"]) >= release(facts("ascend")["verl"]["since"])
+        for helper in facts("ascend")["verl"]["helpers"].values():
             module, name = helper.rsplit(".", 1)
             assert name in modules[module], f"{path.name}: {helper}"
     assert checked >= 2

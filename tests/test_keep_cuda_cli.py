@@ -67,3 +67,14 @@ def test_no_pin_without_a_requirement_naming_torch(tmp_path):
     (tmp_path / ".git").mkdir()
     (tmp_path / "requirements.txt").write_text("torchvision==0.20\ntorchmetrics>=1\n", encoding="utf-8")
     assert lowest_torch([tmp_path]) is None
+
+
+def test_verl_helpers_only_where_the_projects_verl_has_them(tmp_path):
+    script = "import torch\nfrom verl import DataProto\n\nx = torch.zeros(2, device='cuda')\n"
+    (tmp_path / "train.py").write_text(script, encoding="utf-8")
+    (tmp_path / "requirements.txt").write_text("verl==0.8.0\n", encoding="utf-8")
+    new = CliRunner().invoke(cli, ["convert", str(tmp_path / "train.py"), "--keep-cuda", "--isolated"])
+    assert "device=get_device_name()" in new.stdout and "from verl.utils.device import get_device_name" in new.stdout
+    (tmp_path / "requirements.txt").write_text("verl==0.4.1\n", encoding="utf-8")
+    old = CliRunner().invoke(cli, ["convert", str(tmp_path / "train.py"), "--keep-cuda", "--isolated"])
+    assert "get_device_name" not in old.stdout and "torch.accelerator.current_accelerator().type" in old.stdout

@@ -52,6 +52,7 @@ from npu_port.transpiler.output.output_files import input_clash, same_file, why_
 from npu_port.transpiler.output.progress import reporter_for
 from npu_port.transpiler.output.render import print_findings, print_summary, stderr_console, unified_diff
 from npu_port.transpiler.tables.device_agnostic import torch_for_output
+from npu_port.transpiler.tables.project_pins import lowest_pin
 
 
 @click.command()
@@ -115,10 +116,7 @@ def convert(ctx, paths, target, select, ignore, extras, keep_cuda, torch_version
     settings = dataclasses.replace(config.settings(jobs=jobs), max_bytes=max_bytes)
     console = stderr_console()
     if settings.keep_cuda:
-        version, why = torch_for_output(settings.target, settings.torch_version, config_paths)
-        settings = dataclasses.replace(settings, torch_version=version)
-        if not quiet:
-            console.print(escape(why), highlight=False)
+        settings = _keep_cuda_settings(settings, config, config_paths, console, quiet)
     started = time.perf_counter()
     interrupted = False
     dry_run = check or show_diff
@@ -202,6 +200,17 @@ def _excluded(console, quiet: bool, name: str, echo: Optional[Path] = None) -> N
                       "configuration); left as it is")
     if echo is not None:
         _pass_through(echo)
+
+
+def _keep_cuda_settings(settings: Settings, config: ProjectConfig, paths, console, quiet: bool) -> Settings:
+    """--keep-cuda writes what the project's own torch and VERL have: the oldest torch it accepts, and the
+    oldest VERL (`verl-version`, else its pin: verl's device helpers are written only where it has them)."""
+    version, why = torch_for_output(settings.target, settings.torch_version, paths)
+    if not quiet:
+        console.print(escape(why), highlight=False)
+    verl = config["verl-version"] or getattr(lowest_pin(paths, ("verl",)), "version", None)
+    extra = (("verl_version", (verl,)),) if verl else ()
+    return dataclasses.replace(settings, torch_version=version, options_extra=(*settings.options_extra, *extra))
 
 
 def check_output_folder(paths, out: Path, force: bool, to_folder: bool) -> None:

@@ -19,11 +19,11 @@ from npu_port.transpiler.core.files import ReadError, read_text
 _FILES = ("requirements*.txt", "requirements/*.txt", "pyproject.toml", "setup.py", "setup.cfg",
           "environment.yml", "environment.yaml")
 # `torch==2.1.0`, `torch>=2.1,<2.4`, `torch~=2.6`, `torch-npu==2.1.0.post3` (torch_npu follows torch's
-# numbers), with or without extras, markers or quotes around it.
-_REQUIREMENT = re.compile(
-    r"""(?:^|["'\s,\[])(?P<name>torch|torch[-_]npu)\s*(?:\[[^\]]*\])?\s*(?P<spec>(?:(?:===?|>=|~=|<=?|>|!=)\s*"""
-    r"""[0-9][0-9a-z.*+]*\s*,?\s*)+)""", re.IGNORECASE | re.MULTILINE)
+# numbers), `verl[vllm]>=0.6`, with or without extras, markers or quotes around it.
+_REQUIREMENT = r"""(?:^|["'\s,\[])(?P<name>{names})\s*(?:\[[^\]]*\])?\s*(?P<spec>(?:(?:===?|>=|~=|<=?|>|!=)\s*""" \
+               r"""[0-9][0-9a-z.*+]*\s*,?\s*)+)"""
 _LOWER = re.compile(r"(===?|>=|~=)\s*([0-9]+)\.([0-9]+)")
+TORCH = ("torch", "torch[-_]npu")
 
 
 @dataclass(frozen=True)
@@ -31,13 +31,17 @@ class Pin:
     version: str  # "2.1": the oldest major.minor the project accepts
     where: str  # "requirements.txt:3"
 
-    def __str__(self) -> str:
-        return f"{self.where} (torch {self.version})"
-
 
 def lowest_torch(paths: Iterable[Path]) -> Optional[Pin]:
     """The oldest torch release any input's project accepts (a lower bound or exact pin of torch or
     torch-npu), or None when no requirement file near the inputs names one."""
+    return lowest_pin(paths, TORCH)
+
+
+def lowest_pin(paths: Iterable[Path], names: tuple[str, ...]) -> Optional[Pin]:
+    """The oldest release of the package (distribution names as regular expressions) any input's
+    project accepts, or None."""
+    pattern = re.compile(_REQUIREMENT.format(names="|".join(names)), re.IGNORECASE | re.MULTILINE)
     found: list[Pin] = []
     seen: set[Path] = set()
     for path in paths:
@@ -45,7 +49,7 @@ def lowest_torch(paths: Iterable[Path]) -> Optional[Pin]:
         if root is None or root in seen:
             continue
         seen.add(root)
-        found.extend(_pins_in(root))
+        found.extend(_pins_in(root, pattern))
     return min(found, key=lambda p: tuple(int(x) for x in p.version.split(".")), default=None)
 
 
@@ -53,17 +57,17 @@ def project_root(path: Path) -> Optional[Path]:
     """The nearest folder at or above `path` holding a requirement file; the walk stops at a git root."""
     here = path if path.is_dir() else path.parent
     for folder in (here, *here.parents):
-        if any(next(iter(folder.glob(pattern)), None) is not None for pattern in _FILES):
+        if any(next(iter(folder.glob(files)), None) is not None for files in _FILES):
             return folder
         if (folder / ".git").exists():
             return None
     return None
 
 
-def _pins_in(root: Path) -> list[Pin]:
+def _pins_in(root: Path, requirement: re.Pattern) -> list[Pin]:
     out = []
-    for pattern in _FILES:
-        for file in sorted(root.glob(pattern)):
+    for files in _FILES:
+        for file in sorted(root.glob(files)):
             if not file.is_file():
                 continue
             try:
@@ -71,7 +75,7 @@ def _pins_in(root: Path) -> list[Pin]:
             except (ReadError, OSError):
                 continue
             rel = file.relative_to(root).as_posix()
-            for m in _REQUIREMENT.finditer(text):
+            for m in requirement.finditer(text):
                 if text[:m.start("name")].rsplit("\n", 1)[-1].lstrip().startswith("#"):
                     continue
                 low = _LOWER.search(m.group("spec"))
