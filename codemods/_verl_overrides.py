@@ -95,9 +95,14 @@ def applicable(rule_id: str, target: str, launch: PythonLaunch, options: Any) ->
     facts = {"rollout": None if rollout is None or "$" in rollout else rollout.strip("'\""),
              "strategy": _strategy(values, launch)}
     version = target_verl(options)
+    release = verl_keys.release(version)
+    config = release.entry_config(launch.target) or "ppo_trainer"
     out = []
     for s in settings(target):
         if s.rule != rule_id or s.key in values or (s.verl and not in_range(version, s.verl)):
+            continue
+        # The range is checked against the snapshots by the tests; this holds it for the release at hand too.
+        if config in release.configs and release.unknown_key(s.key, config, invented_ok=False) is not None:
             continue
         if all(facts.get(name) in allowed for name, allowed in s.when.items()):
             out.append(s.override)

@@ -81,3 +81,11 @@ def test_the_targeted_release_decides(version, added):
     text = (out or LAUNCHER).decode()
     for override in ["actor_rollout_ref.rollout.enable_chunked_prefill=False", "trainer.device=npu"]:
         assert (override in text) == (override in added), (version, text)
+
+
+def test_a_key_the_targeted_release_lacks_is_never_added(monkeypatch):
+    row = _verl_overrides.Setting("actor_rollout_ref.rollout.no_such_key", "False", "shell-verl-npu-settings", {},
+                                  ">=0.6.1")
+    monkeypatch.setattr(_verl_overrides, "settings", lambda target: (row,))
+    engine = Engine(Settings(select=("shell-verl-npu-settings",), extras=True))
+    assert engine.convert(LAUNCHER, "run.sh").output is None
