@@ -76,7 +76,7 @@ class StringPositionRule(LiteralOnly, PythonRule):
         for node in nodes:
             if isinstance(node, cst.Name):
                 self._scopes[-1].used.add(node.value)
-            elif isinstance(node, cst.Call):
+            elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
                 self._returning.add(node.func.value)  # a call of a plain name (string_leaves)
             else:
                 self._marked.add(id(node))
