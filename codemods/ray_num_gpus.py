@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+from typing import Optional
+
 import libcst as cst
 
+from npu_port.codemods._ray_agnostic import RayAgnostic
 from npu_port.codemods.ray_support import RayTable, is_method_call_on_ray_object
 from npu_port.transpiler.analysis.literals import (
     append_dict_elements,
@@ -39,6 +42,16 @@ class RayNumGpus(PythonRule):
         Worker.options(num_gpus=0.5, resources={"disk": 1})
                                                       ->  Worker.options(resources={"disk": 1, "NPU": 0.5})
 
+    With --keep-cuda:
+        Worker.options(num_gpus=1).remote()    (in a function body)
+        ->  Worker.options(**({"resources": {"NPU": 1}} if "NPU" in ray.cluster_resources() else {"num_gpus": 1})).remote()
+        @ray.remote(num_gpus=1)                 (in a VERL file, as verl's RayClassWithInitArgs chooses)
+        ->  @ray.remote(**({"resources": {"NPU": 1}} if is_npu_available else {"num_gpus": 1}))
+        (Ray refuses a "GPU" key in resources=, so the request is a choice of keyword; the cluster is
+        asked only where Ray is connected: a module-level `@ray.remote(num_gpus=...)` outside VERL, and
+        a num_gpus= to merge into a literal resources=, and `ray.init(num_gpus=...)` (the node it starts)
+        are kept for CUDA, with a warning)
+
     Fix safety:
         Safe: Ray schedules `resources={"NPU": n}` exactly as it schedules `num_gpus=n` on GPU nodes
         (fractions included) and sets ASCEND_RT_VISIBLE_DEVICES for the worker.
@@ -62,9 +75,16 @@ class RayNumGpus(PythonRule):
         # Per scope: dicts given a "num_gpus" entry, and names spread into a Ray call as **name. A dict
         # that is both asks Ray for GPUs indirectly: `options["num_gpus"] = n; A.options(**options)`.
         self._scopes: list[tuple[dict[str, cst.CSTNode], set[str]]] = [({}, set())]
+        self._at_import: set[cst.Call] = set()  # calls in module-level decorators
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if len(self._scopes) == 1:  # its decorators run at import, outside any function body
+            self._at_import.update(_calls_in(node.decorators))
         self._scopes.append(({}, set()))
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        if len(self._scopes) == 1:
+            self._at_import.update(_calls_in(node.decorators))
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
         self._report_indirect(self._scopes.pop())
@@ -124,13 +144,19 @@ class RayNumGpus(PythonRule):
             return updated
         resources = keyword(updated, "resources")
         index = list(updated.args).index(num)
+        if self.ctx.options.keep_cuda and resources is not None and isinstance(resources.value, cst.Dict) \
+                and npu not in dict_string_keys(resources.value):
+            # Merged into resources= here; the two requests of a --keep-cuda choice would not merge.
+            self.keeps_cuda(original, f"num_gpus= merged into resources= as \"{npu}\"")
+            return updated
         if resources is None:
             new_arg = num.with_changes(keyword=cst.Name("resources"),
                                        value=cst.Dict([dict_element(npu, num.value)]))
             args = list(updated.args)
             args[index] = new_arg
             return self.rewrite(original, updated, updated.with_changes(args=args),
-                                f"num_gpus= -> resources={{\"{npu}\": ...}}")
+                                f"num_gpus= -> resources={{\"{npu}\": ...}}",
+                                portable=lambda: self._either(original, updated, index, num))
         if not isinstance(resources.value, cst.Dict):
             self.report(original, f"resources= is not a literal dict: add \"{npu}\" to it and drop num_gpus=")
             return updated
@@ -143,3 +169,27 @@ class RayNumGpus(PythonRule):
         args = [a if a is not resources else a.with_changes(value=merged) for a in updated.args]
         return self.rewrite(original, updated, updated.with_changes(args=remove_arg(args, index)),
                             f"num_gpus= merged into resources= as \"{npu}\"")
+
+    def _either(self, original: cst.Call, updated: cst.Call, index: int, num: cst.Arg) -> Optional[cst.Call]:
+        """--keep-cuda: `num_gpus=n` -> `**({"resources": {"NPU": n}} if <on NPU> else {"num_gpus": n})`."""
+        if self.ctx.resolve(original.func) == "ray.init":
+            return None  # the resources of the node it starts: Ray is not connected yet to be asked
+        in_function = len(self._scopes) > 1 and original not in self._at_import
+        arg = RayAgnostic(self.ctx).accelerator_request(num.value, in_function=in_function, npu=self.table.npu)
+        if arg is None:
+            return None
+        args = list(updated.args)
+        args[index] = arg.with_changes(comma=num.comma)
+        return updated.with_changes(args=args)
+
+
+def _calls_in(decorators) -> set[cst.Call]:
+    found: set[cst.Call] = set()
+
+    class _Calls(cst.CSTVisitor):
+        def visit_Call(self, node: cst.Call) -> None:
+            found.add(node)
+
+    for decorator in decorators:
+        decorator.visit(_Calls())
+    return found

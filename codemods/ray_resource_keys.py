@@ -7,6 +7,7 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from npu_port.codemods._ray_agnostic import RayAgnostic
 from npu_port.codemods.ray_support import RayTable, ResourceMaps
 from npu_port.transpiler.analysis.literals import string_value, with_string_value
 from npu_port.transpiler.core.rules import PythonContext, PythonRule
@@ -34,6 +35,14 @@ class RayResourceKeys(PythonRule):
         placement_group([{"GPU": 1, "CPU": 4}] * 8)    ->  placement_group([{"NPU": 1, "CPU": 4}] * 8)
         ray.cluster_resources().get("GPU", 0)          ->  ray.cluster_resources().get("NPU", 0)
 
+    With --keep-cuda:
+        placement_group([{"GPU": 1, "CPU": 4}] * 8)
+        ->  placement_group([{("NPU" if "NPU" in ray.cluster_resources() else "GPU"): 1, "CPU": 4}] * 8)
+        in a VERL file, as verl writes it (verl.utils.device, verl 0.8 and later):
+        ->  placement_group([{get_resource_name(): 1, "CPU": 4}] * 8)
+        (the resource the cluster has, asked of Ray itself; outside a function body, where Ray is not
+        connected yet, the key is kept for CUDA, with a warning, except in VERL files)
+
     Fix safety:
         Safe: only literal "GPU" keys in positions Ray reads as resource names.
     """
@@ -53,6 +62,14 @@ class RayResourceKeys(PythonRule):
         self.maps = ResourceMaps(ctx, self.table)
         self._keys: set[cst.SimpleString] = set()
         self._bundle_names: frozenset[str] = frozenset()
+        self._functions = 0  # depth of function bodies (--keep-cuda asks Ray only where it runs connected)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions += 1
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        self._functions -= 1
+        return updated
 
     def visit_Module(self, node: cst.Module) -> None:
         self._bundle_names = _names_passed_as_bundles(self.ctx.text, self.table)
@@ -101,7 +118,8 @@ class RayResourceKeys(PythonRule):
         if original not in self._keys:
             return updated
         return self.rewrite(original, updated, with_string_value(updated, self.table.npu),
-                            f"Ray resource \"{self.table.gpu}\" -> \"{self.table.npu}\"")
+                            f"Ray resource \"{self.table.gpu}\" -> \"{self.table.npu}\"",
+                            portable=lambda: RayAgnostic(self.ctx).resource_name(in_function=self._functions > 0))
 
 
 def _bundle_dicts(expr: cst.BaseExpression) -> Iterator[cst.Dict]:
