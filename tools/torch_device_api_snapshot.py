@@ -718,11 +718,16 @@ def minor_key(minor: str) -> tuple[int, ...]:
     return tuple(int(p) for p in minor.split("."))
 
 
+_HEADER = ("generated_by", "regenerate")
+
+
 def layout(value: object, depth: int = 0) -> str:
     """JSON with one line per fact: dicts open up until a leaf (a list, a scalar, or a dict with params)."""
     if isinstance(value, dict) and value and not ({"params", "same_as"} & set(value)) and depth < 5:
         pad = " " * (depth + 1)
-        keys = sorted(value, key=lambda k: minor_key(k) if re.fullmatch(r"\d+\.\d+", k) else (10**6, k))
+        # Minors in numeric order (2.9 before 2.10); at the top, the provenance header first.
+        keys = sorted(value, key=lambda k: ((0, k) if depth == 0 and k in _HEADER else
+                                            (1, *minor_key(k)) if re.fullmatch(r"\d+\.\d+", k) else (10**6, k)))
         items = [f"{pad}{json.dumps(k)}: {layout(value[k], depth + 1)}" for k in keys]
         return "{\n" + ",\n".join(items) + "\n" + " " * depth + "}"
     return json.dumps(value, sort_keys=True, separators=(",", ":"))
