@@ -67,6 +67,12 @@ class DeviceAgnostic:
         # A vLLM file names its device through vLLM's platform (vllm-ascend's NPUPlatform answers "npu").
         self._vllm = facts["vllm"] if self._verl is None and uses_vllm(ctx) else None
 
+    @property
+    def framework_device_module(self) -> bool:
+        """The file's framework has its own device-module helper (verl's get_torch_device()), which its
+        maintainers write for every torch.cuda name rather than torch.accelerator's."""
+        return self._verl is not None
+
     def has(self, form: str) -> bool:
         """The oldest torch the output must run on has this form (a key of device_agnostic.yaml's since:)."""
         return self._torch >= self._since[form]

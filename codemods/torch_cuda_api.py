@@ -246,6 +246,9 @@ class TorchCudaApi(PythonRule):
         same name; else the explicit choice between the two names."""
         agnostic = self.agnostic
         name = row.cuda[len(CUDA_ROOT) + 1:]
+        if agnostic.framework_device_module and row.status == "same":
+            # verl's own ports write get_torch_device().X for every torch.cuda.X both modules have.
+            return attributes(agnostic.device_module(), [p for p in (name + rest).split(".") if p])
         keywords = id(original) in self._keyword_calls
         found = agnostic.torch_form((name + rest).lstrip("."), keywords=keywords)
         if found is None and rest and name:
