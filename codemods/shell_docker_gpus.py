@@ -15,7 +15,8 @@ class ShellDockerGpus(ShellRule):
         For `docker run` / `docker create` (and podman, nerdctl), each `--gpus all`, `--gpus=...`,
         `--runtime nvidia` and CDI device (`--device nvidia.com/gpu=all`) is reported with a hint listing the Ascend `--device` options and the
         driver mounts (codemods/data/<target>/containers.yaml, the table the compose rules use).
-        Nothing is rewritten.
+        Nothing is rewritten; `npu-port convert --extras` rewrites them (`shell-docker-devices`), and
+        what that rule rewrites is then no longer reported.
 
     Why:
         `--gpus` goes through the NVIDIA container toolkit; an Ascend container gets

@@ -151,3 +151,13 @@ def test_compose_never_sets_a_variable_twice_nor_lists_a_device_twice():
     service = yaml.safe_load(out)["services"]["s"]
     assert service["environment"] == {"ASCEND_VISIBLE_DEVICES": "0,1"}
     assert service["devices"] == [{"source": "/dev/davinci0", "target": "/dev/davinci0"}] + device_nodes("ascend", [1])[-4:]
+
+
+def test_docker_run_extras_run_leaves_nothing_for_the_report_and_is_idempotent():
+    script = "#!/bin/bash\ndocker run --gpus 2 --rm img python x.py\n"
+    _, findings = _convert(script, "run.sh")
+    assert [f.rule for f in findings] == ["shell-docker-gpus"]
+    out, findings = _convert(script, "run.sh", extras=True)
+    assert "--device /dev/davinci0 --device /dev/davinci1 --device /dev/davinci_manager" in out
+    assert "--gpus" not in out and not [f for f in findings if f.rule.startswith("shell-docker")]
+    assert _convert(out, "run.sh", extras=True)[0] == out
