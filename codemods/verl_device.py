@@ -9,9 +9,10 @@ from typing import Optional
 
 import libcst as cst
 
+from npu_port.codemods._device_agnostic import DeviceAgnostic, parenthesized, with_quotes_unlike
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.analysis.literals import string_value, with_string_value
-from npu_port.transpiler.core.rules import CUDA_WORD, PythonContext, PythonRule
+from npu_port.transpiler.core.rules import CUDA_WORD, Portable, PythonContext, PythonRule
 from npu_port.transpiler.tables.mapping import MappingError, load_table
 
 _LIST_METHODS = frozenset({"append", "insert", "extend"})
@@ -62,6 +63,12 @@ class VerlDevice(PythonRule):
     Example:
         trainer = RayPPOTrainer(config=config, ..., device_name="cuda")  ->  device_name="npu"
         overrides = ["trainer.device=cuda", "trainer.n_gpus_per_node=8"] ->  "trainer.device=npu"
+
+    With --keep-cuda:
+        trainer = RayPPOTrainer(config=config, ..., device_name="cuda")  ->  device_name=get_device_name()
+        overrides = ["trainer.device=cuda"]  ->  overrides = [f"trainer.device={get_device_name()}"]
+        (verl.utils.device's get_device_name(), imported where the file lacks it; in a file that is not
+        VERL code, the device-type expression of docs/keep-cuda.md)
 
     Fix safety:
         Safe: only literal "cuda" values of these settings; strings elsewhere that mention cuda stay.
@@ -131,11 +138,50 @@ class VerlDevice(PythonRule):
         cuda, npu = self.table.cuda, self.table.npu
         if original in self._values and current.startswith(cuda):
             new = npu + current[len(cuda):]
+            portable = self._value_form(updated, current[len(cuda):])
         elif original in self._overrides and self._pattern.match(current):
             new = self._pattern.sub(lambda m: m.group(1) + npu + (m.group(2) or ""), current)
+            portable = self._override_form(updated, current)
         else:
             return updated
-        return self.rewrite(original, updated, with_string_value(updated, new), f"VERL device {current!r} -> {new!r}")
+        return self.rewrite(original, updated, with_string_value(updated, new), f"VERL device {current!r} -> {new!r}",
+                            portable=portable)
+
+    def _value_form(self, updated: cst.SimpleString, suffix: str) -> Portable:
+        """--keep-cuda: "cuda" -> the file's device-type expression (`get_device_name()` in VERL code);
+        "cuda:0" -> `f"{...}:0"`."""
+        def form() -> Optional[cst.BaseExpression]:
+            device = DeviceAgnostic(self.ctx).device_type()
+            return device if not suffix else self._fstring(updated, [device, suffix])
+        return form
+
+    def _override_form(self, updated: cst.SimpleString, current: str) -> Portable:
+        """--keep-cuda: "trainer.device=cuda" -> f"trainer.device={get_device_name()}"."""
+        def form() -> Optional[cst.BaseExpression]:
+            device = DeviceAgnostic(self.ctx).device_type()
+            parts: list = []
+            at = 0
+            for m in self._pattern.finditer(current):
+                cuda_at = m.start(0) + len(m.group(1))
+                parts += [current[at:cuda_at], device]
+                at = cuda_at + len(self.table.cuda)
+            return self._fstring(updated, [*parts, current[at:]])
+        return form
+
+    def _fstring(self, updated: cst.SimpleString, parts: list) -> Optional[cst.BaseExpression]:
+        """An f-string of text and expressions in `updated`'s quotes; None for a prefixed (bytes, raw) or
+        triple-quoted literal."""
+        if updated.prefix or len(updated.quote) != 1:
+            return None
+        quote = updated.quote
+        pieces: list[cst.BaseFormattedStringContent] = []
+        for part in parts:
+            if isinstance(part, str):
+                if part:
+                    pieces.append(cst.FormattedStringText(part.replace("{", "{{").replace("}", "}}")))
+            else:
+                pieces.append(cst.FormattedStringExpression(parenthesized(with_quotes_unlike(part, quote))))
+        return cst.FormattedString(parts=pieces, start=f"f{quote}", end=quote)
 
 
 def _subscript_path(node: cst.BaseExpression) -> Optional[str]:
