@@ -46,6 +46,10 @@ Columns, per pair and in total, as x/y:
              output holds exactly (same key, same value)
   recurring  the same over the NPU-only items that are NPU-only in at least --recurring pairs: the settings a
              port needs rather than one script's own batch sizes, paths and names
+  settings   the same over the NPU-only items whose key is a row the rules add in
+             codemods/data/ascend/framework_settings.yaml (action: add): what the tool is meant to produce;
+             the items of its `leave` rows (tuning, release-specific switches, each with its reason) are
+             counted below the table
   changed    items of keys in both launchers whose value the maintainers changed, that the output holds with
              the maintainers' value (mostly hyperparameters; `trainer.device=cuda` -> `npu` would show here)
   gpu-kept   keys that name the GPU (gpu, cuda, nccl, nvidia, nvml; `trainer.n_gpus_per_node`,
@@ -74,10 +78,12 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
+import yaml
 from real_repos import export, git_dir  # the same snapshot export (this folder is on the script's path)
 
 ROOT = Path(__file__).resolve().parent.parent
 MIRROR_STEM = "volcengine+verl"
+SETTINGS = ROOT / "codemods" / "data" / "ascend" / "framework_settings.yaml"
 
 # A path component or name part that marks an NPU variant: `_npu`, `-npu`, `npu_`, `special_npu/`, `ascend`.
 NPU_PART = re.compile(r"(?:^|[/_\-.])(npu|ascend)(?=[/_\-.]|$)", re.I)
@@ -270,6 +276,9 @@ class Pair:
     extras: list[str] = field(default_factory=list)
     recurring: list[str] = field(default_factory=list)
     recurring_produced: list[str] = field(default_factory=list)
+    settings: list[str] = field(default_factory=list)
+    settings_produced: list[str] = field(default_factory=list)
+    left: list[str] = field(default_factory=list)  # NPU-only items of the table's `leave` rows
     failed: str = ""
     npu_key: str = ""   # the NPU launcher compared, when not `npu` at HEAD: `path@commit` (--match history)
 
@@ -382,12 +391,22 @@ def convert(gpu: Path, out: Path, flag: str, extra: list[str]) -> str:
 
 # -------------------------------------------------------------------------------------------------- measure
 
-def compare(pair: Pair, g: set[Item], n: set[Item], o: set[Item]) -> None:
+def table_actions(path: Path = SETTINGS) -> dict[str, str]:
+    """key -> action (add, leave) of the framework-settings table's rows."""
+    table = yaml.safe_load(path.read_text(encoding="utf-8"))
+    return {row["key"]: row["action"] for section in ("verl_overrides", "env") for row in table.get(section, [])}
+
+
+def compare(pair: Pair, g: set[Item], n: set[Item], o: set[Item], actions: dict[str, str] | None = None) -> None:
     gkeys = {i.ident for i in g}
     okeys = {i.ident for i in o}
     npu_only = sorted((i for i in n if i.ident not in gkeys), key=str)
     pair.npu_only = [str(i) for i in npu_only]
     pair.npu_only_produced = [str(i) for i in npu_only if i in o]
+    actions = actions or {}
+    pair.settings = [str(i) for i in npu_only if actions.get(i.key) == "add"]
+    pair.settings_produced = [str(i) for i in npu_only if actions.get(i.key) == "add" and i in o]
+    pair.left = [str(i) for i in npu_only if actions.get(i.key) == "leave"]
     changed = sorted((i for i in n if i.ident in gkeys and i not in g), key=str)
     pair.changed = [str(i) for i in changed]
     pair.changed_produced = [str(i) for i in changed if i in o]
@@ -406,6 +425,7 @@ def measure(src: Path, match: str, min_similarity: float, recurring: int, work: 
             gitdir: Path | None = None, min_score: int = 60) -> tuple[list[Pair], list[str]]:
     pairs, unpaired, parsed, texts = find_pairs(src, match, min_similarity, gitdir, min_score)
     flag, extra = output_flag()
+    actions = table_actions()
     for k, pair in enumerate(pairs):
         gpu = work / "in" / f"{k:02d}" / Path(pair.gpu.split("@")[0]).name
         gpu.parent.mkdir(parents=True)
@@ -413,7 +433,7 @@ def measure(src: Path, match: str, min_similarity: float, recurring: int, work: 
         out = work / "out" / f"{k:02d}_{gpu.name}"
         pair.failed = convert(gpu, out, flag, extra)
         o = items(out.read_text(encoding="utf-8", errors="replace")) if not pair.failed else set()
-        compare(pair, parsed[pair.gpu], parsed[pair.npu_key or pair.npu], o)
+        compare(pair, parsed[pair.gpu], parsed[pair.npu_key or pair.npu], o, actions)
     counts = Counter(item for p in pairs for item in set(p.npu_only))
     for pair in pairs:
         pair.recurring = [i for i in pair.npu_only if counts[i] >= recurring]
@@ -426,6 +446,7 @@ def ratio(x: int, y: int) -> str:
 
 
 COLUMNS = [("npu-lines", "npu_only_produced", "npu_only"), ("recurring", "recurring_produced", "recurring"),
+           ("settings", "settings_produced", "settings"),
            ("changed", "changed_produced", "changed"), ("gpu-kept", "gpu_kept_kept", "gpu_kept"),
            ("all-kept", "all_kept_kept", "all_kept")]
 
@@ -434,6 +455,7 @@ def totals(pairs: list[Pair]) -> dict[str, list[int]]:
     out = {name: [sum(len(getattr(p, x)) for p in pairs), sum(len(getattr(p, y)) for p in pairs)]
            for name, x, y in COLUMNS}
     out["extras"] = [sum(len(p.extras) for p in pairs)]
+    out["left"] = [sum(len(p.left) for p in pairs)]
     return out
 
 
@@ -546,6 +568,11 @@ def main(argv: list[str] | None = None) -> int:
               " have it):")
         for row in [r for r in missing if r["kind"] == kind][:args.top]:
             print(f"  {row['pairs_missing']:3d}/{row['pairs_with']:<3d} {row['item']}")
+    left = Counter(i for p in pairs for i in set(p.left))
+    print(f"\nNPU-only items the framework-settings table leaves alone on purpose ({sum(left.values())}; its `why`"
+          " says why):")
+    for item, n in left.most_common(args.top):
+        print(f"  {n:3d} {item}")
     extras = Counter(i for p in pairs for i in set(p.extras))
     print("\nitems the tool added that the maintainers did not write (pairs):")
     for item, n in extras.most_common(args.top):
