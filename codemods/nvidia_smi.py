@@ -93,6 +93,12 @@ class NvidiaSmiToNpuSmi(PythonRule):
             subprocess.run(["nvidia-smi"])          ->      subprocess.run(["npu-smi", "info"])
         subprocess.check_output(["nvidia-smi", "--query-gpu=memory.used", "--format=csv"])  -> reported
 
+    With --keep-cuda:
+        if shutil.which("nvidia-smi"):  ->  if (shutil.which("npu-smi") or shutil.which("nvidia-smi")):
+        subprocess.run(["nvidia-smi"])
+        ->  subprocess.run(["npu-smi", "info"] if shutil.which("npu-smi") else ["nvidia-smi"])
+        (the host's own tool; output that is parsed stays reported, as without --keep-cuda)
+
     Fix safety:
         Safe: only calls whose output nobody reads are rewritten. The table is
         codemods/data/<target>/smi.yaml.
@@ -113,6 +119,7 @@ class NvidiaSmiToNpuSmi(PythonRule):
         self._presence: set[int] = set()  # ids of which()-calls whose result is only tested
         self._handled: set[int] = set()  # ids of string/list literals a call already dealt with
         self._candidates: list[cst.CSTNode] = []  # command literals seen anywhere
+        self._skip: set[int] = set()  # ids of the GPU branches of --keep-cuda forms
 
     # -- where a which() result is only tested -------------------------------------------------
     def _mark(self, expr: Optional[cst.BaseExpression]) -> None:
@@ -127,6 +134,19 @@ class NvidiaSmiToNpuSmi(PythonRule):
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         self._mark(node.test)
+        if self._is_npu_which(node.test):  # --keep-cuda's choice of command: its else is the GPU's
+            self._handled.update(id(n) for n in self._literals_of(node.orelse))
+            self._skip.update(id(n) for n in self._literals_of(node.orelse))
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        # `which("npu-smi") or which("nvidia-smi")`: --keep-cuda's presence check, left alone in either mode.
+        if isinstance(node.operator, cst.Or) and self._is_npu_which(node.left) and isinstance(node.right, cst.Call):
+            self._skip.add(id(node.right))
+            self._handled.update(id(a.value) for a in node.right.args)
+
+    def _is_npu_which(self, node: cst.BaseExpression) -> bool:
+        return isinstance(node, cst.Call) and self.ctx.resolve(node.func) in _WHICH and len(node.args) == 1 \
+            and _plain_value(node.args[0].value) == self.table.npu_program
 
     def visit_Assert(self, node: cst.Assert) -> None:
         self._mark(node.test)
@@ -152,10 +172,10 @@ class NvidiaSmiToNpuSmi(PythonRule):
         if callee is None or not (callee in _RUNS or callee in _SHELL_RUNS or callee in _READS or callee in _WHICH):
             return updated
         index = self._command_index(original)
-        if index is None:
+        if index is None or id(original) in self._skip:
             return updated
         command = original.args[index].value
-        if not self._names_program(command):
+        if not self._names_program(command) or id(command) in self._skip:
             return updated
         self._handled.update(id(n) for n in self._literals_of(command))
         if callee in _WHICH:
@@ -172,8 +192,25 @@ class NvidiaSmiToNpuSmi(PythonRule):
             return updated
         new_args = list(updated.args)
         new_args[index] = new_args[index].with_changes(value=new_command)
+        # --keep-cuda: the NPU's command where its tool is installed, else the command as it was.
+        either = list(updated.args)
+        either[index] = either[index].with_changes(value=cst.IfExp(
+            test=self._which_npu(), body=new_command, orelse=updated.args[index].value))
         return self.rewrite(original, updated, updated.with_changes(args=new_args),
-                            f"{self.table.cuda_program} -> {' '.join(self.table.npu_command)}")
+                            f"{self.table.cuda_program} -> {' '.join(self.table.npu_command)}",
+                            portable=lambda: updated.with_changes(args=either))
+
+    def _which_npu(self) -> cst.Call:
+        """`shutil.which("npu-smi")`, with shutil imported where the file lacks it."""
+        found = self.ctx.imports.local_for("shutil.which")
+        if found is not None and found[1] == "shutil.which":
+            func: cst.BaseExpression = cst.Name(found[0])
+        elif found is not None and found[1] == "shutil":
+            func = cst.Attribute(cst.Name(found[0]), cst.Name("which"))
+        else:
+            self.ctx.require_import("shutil")
+            func = cst.Attribute(cst.Name("shutil"), cst.Name("which"))
+        return cst.Call(func, [cst.Arg(cst.SimpleString(f'"{self.table.npu_program}"'))])
 
     def _command_index(self, call: cst.Call) -> Optional[int]:
         for i, arg in enumerate(call.args):
@@ -254,8 +291,12 @@ class NvidiaSmiToNpuSmi(PythonRule):
             return updated
         new_args = list(updated.args)
         new_args[index] = new_args[index].with_changes(value=_string_like(command, self.table.npu_program))
+        npu_call = updated.with_changes(args=new_args, lpar=[], rpar=[])
         return self.rewrite(original, updated, updated.with_changes(args=new_args),
-                            f"{callee}({self.table.cuda_program!r}) -> {callee}({self.table.npu_program!r})")
+                            f"{callee}({self.table.cuda_program!r}) -> {callee}({self.table.npu_program!r})",
+                            portable=lambda: cst.BooleanOperation(  # either tool: the host's driver
+                                npu_call, cst.Or(), updated.with_changes(lpar=[], rpar=[]),
+                                lpar=[cst.LeftParen()], rpar=[cst.RightParen()]))
 
     def finalize(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         for node in self._candidates:
