@@ -37,6 +37,10 @@ class VllmDeviceArg(PythonRule):
         ->
         LLM(model=path, gpu_memory_utilization=0.8)
 
+    With --keep-cuda:
+        The same removal: it is device-agnostic already. vLLM picks its platform itself on either host
+        (CUDA, or vllm-ascend's NPU plugin), and current vLLM refuses `device=` on both.
+
     Fix safety:
         Safe: removing a literal `device=` cannot change behaviour on vLLM >= 0.10, where the argument
         raises TypeError, and on older releases the default ("auto") picks the platform the plugin
@@ -67,4 +71,5 @@ class VllmDeviceArg(PythonRule):
             return updated
         args = remove_arg(updated.args, list(updated.args).index(device))
         return self.rewrite(original, updated, updated.with_changes(args=args),
-                            f"{name}(device=...) removed: {REMOVED_IN}; the platform plugin selects the NPU")
+                            f"{name}(device=...) removed: {REMOVED_IN}; the platform plugin selects the NPU",
+                            portable=lambda: updated.with_changes(args=args))

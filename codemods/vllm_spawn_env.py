@@ -62,6 +62,13 @@ class VllmSpawnEnv(PythonRule):
 
                                                     ->  os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
 
+    With --keep-cuda:
+        import importlib.util
+        ...
+        if importlib.util.find_spec("vllm_ascend") is not None:  # Ascend NPU host (vllm-ascend)
+            os.environ.setdefault("VLLM_WORKER_MULTIPROC_METHOD", "spawn")
+        (only where the vllm-ascend plugin is installed: on GPU hosts vLLM keeps its own start method)
+
     Fix safety:
         Safe: `setdefault` keeps a value the user exported; vLLM reads the variable when it starts its
         workers, after the module's imports ran.
@@ -105,12 +112,23 @@ class VllmSpawnEnv(PythonRule):
             statements.append(cst.parse_statement("import os\n"))
         mapping = environ or f"{os_name}.environ"
         setter = cst.parse_statement(f'{mapping}.setdefault("{VARIABLE}", "{VALUE}")\n')
-        statements.append(setter.with_changes(leading_lines=[cst.EmptyLine()]))
         body = list(updated.body)
         at = insertion_index(body)
-        new = updated.with_changes(body=body[:at] + statements + body[at:])
+        new = updated.with_changes(body=body[:at] + statements + [
+            setter.with_changes(leading_lines=[cst.EmptyLine()])] + body[at:])
+
+        def on_npu_hosts() -> cst.Module:
+            # --keep-cuda: only where vllm-ascend is installed; GPU hosts keep vLLM's own choice (a
+            # script without a __main__ guard that runs with fork there would not run with spawn).
+            self.ctx.require_import("importlib.util")
+            guarded = cst.parse_statement(
+                f'if importlib.util.find_spec("vllm_ascend") is not None:  # Ascend NPU host (vllm-ascend)\n'
+                f'    {mapping}.setdefault("{VARIABLE}", "{VALUE}")\n')
+            return updated.with_changes(body=body[:at] + statements + [
+                guarded.with_changes(leading_lines=[cst.EmptyLine()])] + body[at:])
         # Anchor the change on the statement it follows, so that an ignore comment elsewhere in the
         # file does not silence it.
         anchor_at = insertion_index(list(original.body))
         anchor = original.body[anchor_at - 1] if anchor_at else (original.body[0] if original.body else original)
-        return self.rewrite(anchor, updated, new, f"{VARIABLE}={VALUE} set for vLLM's NPU workers")
+        return self.rewrite(anchor, updated, new, f"{VARIABLE}={VALUE} set for vLLM's NPU workers",
+                            portable=on_npu_hosts)
