@@ -81,6 +81,9 @@ class DeviceAgnostic:
     def is_npu(self) -> cst.BaseExpression:
         if self._verl:
             return self._verl_name("is_npu")
+        if self._vllm:  # vLLM's platform plugin knows, also before torch_npu is imported
+            return cst.Comparison(left=self._vllm_device_type(), comparisons=[
+                cst.ComparisonTarget(cst.Equal(), cst.SimpleString('"npu"'))])
         return self._torch_expr('hasattr(torch, "npu")')
 
     def device_type(self, *, available: bool = False) -> cst.BaseExpression:
@@ -89,9 +92,7 @@ class DeviceAgnostic:
         if self._verl:
             return cst.Call(self._verl_name("device_name"))
         if self._vllm:
-            module, name = self._vllm["platform"].rsplit(".", 1)
-            self.ctx.require_import(module, name)
-            return cst.Attribute(value=cst.Name(name), attr=cst.Name(self._vllm["device_type"]))
+            return self._vllm_device_type()
         if self.has("current_accelerator"):
             if available:
                 return self._torch_expr("torch.accelerator.current_accelerator().type")
@@ -144,6 +145,12 @@ class DeviceAgnostic:
     def choose(self, npu: cst.BaseExpression, cuda: cst.BaseExpression) -> cst.BaseExpression:
         """`npu if <the NPU is there> else cuda`."""
         return cst.IfExp(test=self.is_npu(), body=npu, orelse=cuda)
+
+    def _vllm_device_type(self) -> cst.BaseExpression:
+        assert self._vllm is not None
+        module, name = self._vllm["platform"].rsplit(".", 1)
+        self.ctx.require_import(module, name)
+        return cst.Attribute(value=cst.Name(name), attr=cst.Name(self._vllm["device_type"]))
 
     def torch_name(self) -> str:
         """How this scope of the file names torch (`import torch as T`: `T`); `torch`, imported if need be."""

@@ -9,6 +9,7 @@ from typing import Optional
 
 import libcst as cst
 
+from npu_port.codemods._communicators import portable_communicator
 from npu_port.transpiler.analysis.imports import dotted_name, iter_scope_statements, leftmost_name
 from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables.mapping import load_table
@@ -115,7 +116,8 @@ class UnsupportedCudaLibraries(PythonRule):
         triton-ascend for Triton kernels, `torch_npu.npu_fusion_attention` for flash_attn's attention
         functions (not a 1:1 rename) but plain torch indexing for its `bert_padding` helpers,
         torch_npu.optim's fused optimisers for apex's, vllm-ascend's PyHcclCommunicator for
-        PyNcclCommunicator. Imports inside `try: ... except ImportError`, and the uses of what they
+        PyNcclCommunicator (not reported where vllm-pyhccl ports it: the file calls no method the HCCL
+        communicator lacks). Imports inside `try: ... except ImportError`, and the uses of what they
         bind, are info, not warnings; so is a use under an NPU guard or of a name that is also
         imported from a non-CUDA module (`... import PyHcclCommunicator as PyNcclCommunicator`).
         The table is codemods/data/<target>/unsupported_libraries.yaml.
@@ -171,6 +173,7 @@ class UnsupportedCudaLibraries(PythonRule):
         self._imports_triton = False
         self._imports: list[tuple[cst.CSTNode, LibraryRow, str, bool, str]] = []  # reported at the end
         self._uses: list[tuple[cst.CSTNode, str, str, str, bool]] = []  # likewise
+        self._ported: set[str] = set()  # local names another rule ports (vllm-pyhccl): not reported
 
     def visit_Try(self, node: cst.Try) -> None:
         if not _catches_import_errors(node):
@@ -205,6 +208,9 @@ class UnsupportedCudaLibraries(PythonRule):
         for alias in node.names:
             name = dotted_name(alias.name)
             row = match_library(self.ctx.target, f"{module}.{name}") if name else None
+            if row is not None and portable_communicator(self.ctx.target, f"{module}.{name}", self.ctx.text):
+                self._ported.add(self._local_of(alias))  # vllm-pyhccl ports it: neither it nor its uses are left
+                continue
             self._bind(alias, f"{module}.{name}", row, node, from_import=True)
             if row is not None:
                 seen.setdefault(row, []).append(name)
@@ -270,6 +276,8 @@ class UnsupportedCudaLibraries(PythonRule):
 
     def _emit_uses(self) -> None:
         for node, message, hint, local, guarded in self._uses:
+            if local and local in self._ported:
+                continue
             if local and local in self._elsewhere:
                 self.report(node, f"{message}; `{local}` is also imported from a non-CUDA module here, so "
                                   f"this may be the NPU path", severity="info", hint=hint)

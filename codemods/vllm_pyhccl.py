@@ -1,0 +1,80 @@
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from npu_port.codemods._communicators import communicators, portable_communicator
+from npu_port.codemods._device_agnostic import DeviceAgnostic
+from npu_port.transpiler.analysis.imports import dotted_expr, dotted_name
+from npu_port.transpiler.core.rules import PythonRule
+
+
+class VllmPyHccl(PythonRule):
+    """Import vllm-ascend's PyHcclCommunicator where a file imports vLLM's PyNcclCommunicator.
+
+    What it does:
+        `from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator` becomes
+        `from vllm_ascend.distributed.device_communicators.pyhccl import PyHcclCommunicator as
+        PyNcclCommunicator`: the uses keep their name, as verl and trl write it. Only where the file calls
+        no method that the HCCL communicator lacks (`send`, `recv`, `all_gather`, `reduce_scatter`, ...:
+        codemods/data/ascend/communicators.yaml); otherwise the import stays and is reported with the
+        method, as is an import under another name (`import ...pynccl as m`).
+
+    Why:
+        PyNcclCommunicator loads libnccl through ctypes and fails on Ascend; vllm-ascend's
+        PyHcclCommunicator takes the same (group, device) arguments and has all_reduce and broadcast,
+        what weight synchronisation between a trainer and vLLM uses.
+
+    Example:
+        from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator
+        ->  from vllm_ascend.distributed.device_communicators.pyhccl import PyHcclCommunicator as PyNcclCommunicator
+
+    With --keep-cuda:
+        from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator
+        ->  if current_platform.device_type == "npu":
+                from vllm_ascend.distributed.device_communicators.pyhccl import PyHcclCommunicator as PyNcclCommunicator
+            else:
+                from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator
+        (vLLM's platform answers "npu" under vllm-ascend; verl files test `is_npu_available`)
+
+    Fix safety:
+        review: the counterpart's methods are checked by name, not their arguments (broadcast(tensor, src,
+        stream=None) in both); vllm-ascend must be installed on the NPU host.
+    """
+
+    ID = "vllm-pyhccl"
+    SAFETY = "review"
+    TRIGGERS = ("PyNcclCommunicator",)
+
+    def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+        if len(updated.body) != 1 or not isinstance(updated.body[0], cst.ImportFrom):
+            return updated
+        node = updated.body[0]
+        module = dotted_name(node.module) if node.module is not None and not node.relative else None
+        if module is None or isinstance(node.names, cst.ImportStar) or len(node.names) != 1:
+            return updated
+        alias = node.names[0]
+        qualified = f"{module}.{dotted_name(alias.name)}"
+        row = communicators(self.ctx.target).get(qualified)
+        if row is None:
+            return updated
+        if portable_communicator(self.ctx.target, qualified, self.ctx.text) is None:
+            self.report(original, f"`{qualified.rsplit('.', 1)[-1]}` is used with `.{row.method_missing_on_npu(self.ctx.text)}()`, "
+                                  "which vllm-ascend's PyHcclCommunicator lacks; left unchanged",
+                        hint="port the transfer to all_reduce/broadcast, or to torch.distributed with the hccl backend")
+            return updated
+        local = dotted_name(alias.asname.name) if alias.asname is not None else qualified.rsplit(".", 1)[-1]
+        npu_module, npu_name = row.npu.rsplit(".", 1)
+        npu = updated.with_changes(body=[cst.ImportFrom(
+            module=dotted_expr(npu_module),  # type: ignore[arg-type]
+            names=[cst.ImportAlias(name=cst.Name(npu_name), asname=cst.AsName(name=cst.Name(local or npu_name)))])])
+        return self.rewrite(original, updated, npu, f"`{qualified}` -> `{row.npu}` (as {local})",
+                            portable=lambda: self._branch(updated, npu))
+
+    def _branch(self, cuda_line: cst.SimpleStatementLine, npu_line: cst.SimpleStatementLine) -> Optional[cst.If]:
+        """--keep-cuda: both imports, chosen by the device at run time."""
+        test = DeviceAgnostic(self.ctx).is_npu()
+        return cst.If(test=test, body=cst.IndentedBlock(body=[npu_line.with_changes(leading_lines=())]),
+                      orelse=cst.Else(body=cst.IndentedBlock(body=[cuda_line.with_changes(leading_lines=())])),
+                      leading_lines=cuda_line.leading_lines)
