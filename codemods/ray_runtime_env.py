@@ -91,6 +91,12 @@ class RayRuntimeEnv(PythonRule):
             ...
         }})
 
+    With --keep-cuda:
+        The same entries: only the Ascend stack reads them (HCCL, torch_npu's allocator, Ray's NPU
+        accelerator manager for RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES), so a GPU cluster runs
+        as before. VERL's own runtime_env sets HCCL_HOST_SOCKET_PORT_RANGE / HCCL_NPU_SOCKET_PORT_RANGE
+        for every device the same way (verl/trainer/constants_ppo.py).
+
     Fix safety:
         Review (an extra, off by default): the values are a profile, not derived from the program; check
         them against the cluster (ports, timeouts). With NOSET set, every worker sees all devices of its node
@@ -146,8 +152,9 @@ class RayRuntimeEnv(PythonRule):
             arg = cst.Arg(keyword=cst.Name("runtime_env"), value=cst.Dict([dict_element(RAY_ENV_KEY, env)]),
                           equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
                                                 whitespace_after=cst.SimpleWhitespace("")))
-            return self.rewrite(original, updated, append_arg(updated, arg),
-                                f"runtime_env added to ray.init: {_names_of(wanted)}")
+            new = append_arg(updated, arg)
+            return self.rewrite(original, updated, new, f"runtime_env added to ray.init: {_names_of(wanted)}",
+                                portable=lambda: new)  # read by the Ascend stack only (With --keep-cuda)
         if not isinstance(runtime_env.value, cst.Dict):
             return self._refuse(original, updated, "runtime_env= is not a literal dict")
         original_env = keyword(original, "runtime_env").value
@@ -177,9 +184,9 @@ class RayRuntimeEnv(PythonRule):
         return self._replace_runtime_env(original, updated, runtime_env, new_env, missing)
 
     def _replace_runtime_env(self, original, updated, arg, new_env, added):
-        args = [a.with_changes(value=new_env) if a is arg else a for a in updated.args]
-        return self.rewrite(original, updated, updated.with_changes(args=args),
-                            f"runtime_env env_vars of ray.init: added {_names_of(added)}")
+        new = updated.with_changes(args=[a.with_changes(value=new_env) if a is arg else a for a in updated.args])
+        return self.rewrite(original, updated, new, f"runtime_env env_vars of ray.init: added {_names_of(added)}",
+                            portable=lambda: new)  # read by the Ascend stack only (With --keep-cuda)
 
     def _refuse(self, original: cst.Call, updated: cst.Call, why: str) -> cst.Call:
         names = _names_of(self._wanted_env())
