@@ -70,6 +70,15 @@ class TF32ToHF32(PythonRule):
         cudnn.allow_tf32 = True                        ->  torch.npu.conv.allow_hf32 = True
         cudnn.benchmark = True                         ->  unchanged, info finding
 
+    With --keep-cuda:
+        No device-agnostic form: the line stays as it is, with a warning `kept for CUDA (--keep-cuda)`.
+        The TF32 switch keeps working on both hosts (torch has the flag without CUDA; it has no effect
+        on an NPU), and its HF32 counterpart is another attribute, of `torch.npu`, which exists only
+        once torch_npu is loaded: setting both takes a second statement behind a device check,
+        `if hasattr(torch, "npu"): torch.npu.matmul.allow_hf32 = True`, which this rule (an
+        expression rewrite) does not write; HF32 is also a precision choice of its own on the NPU. Add
+        that line by hand where the NPU should compute in HF32.
+
     Fix safety:
         Safe: the defaults match (matmul off, convolution on) and the meaning is the same. The HF32
         setters accept only a bool, so assigning an int literal is reported. When `torch` itself

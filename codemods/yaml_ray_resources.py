@@ -25,6 +25,13 @@ class YamlRayResources(YamlRule):
         ray_actor_options:             ray_actor_options:
           num_gpus: 1          ->        resources: {"NPU": 1}
 
+    With --keep-cuda:
+        No device-agnostic form: the line stays as it is, with a warning `kept for CUDA (--keep-cuda)`.
+        A Ray Serve config and a cluster launcher's node types are static: Ray reads no variable or
+        interpolation in them that could pick the resource at run time, and a node type describes one
+        kind of machine. Keep the GPU file and add an NPU one (a second Serve config, or an NPU node
+        type beside the GPU one).
+
     Fix safety:
         Safe: the same count under Ray's NPU resource name.
     """
