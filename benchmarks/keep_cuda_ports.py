@@ -8,7 +8,7 @@ helpers: `torch.cuda.X` -> `get_torch_device().X`, `"cuda"` -> `get_device_name(
 `get_nccl_backend()`, `.cuda()` -> `.to(get_device_id())`, ... They are read from the bare git directory the
 `fetch` tool leaves under --mirror (`volcengine+verl`); nothing is written there.
 
-For each commit C and each Python file it modifies (or renames), the parent's version (`C^:path`) is
+For each commit C and each Python file it modifies (or renames), verl/utils/device.py aside, the parent's version (`C^:path`) is
 converted in this process, `Engine(Settings(keep_cuda=True))` with every default rule, under its path in
 the tree (a verl file gets verl's helpers), and the output is compared with the maintainers' version
 (`C:path`). The torch the output must run on is what `convert` would find: the lowest torch pin of the
@@ -59,6 +59,7 @@ from pathlib import Path
 
 from real_repos import git_dir  # the mirror's git directory, as the other benchmarks find it
 
+import npu_port
 from npu_port.transpiler.core.engine import Engine
 from npu_port.transpiler.core.settings import Settings
 from npu_port.transpiler.tables.device_agnostic import torch_for_output
@@ -449,6 +450,8 @@ def measure(gitdir: Path, commit: str, keep_cuda: bool, torch_version: str | Non
     engine = Engine(Settings(keep_cuda=keep_cuda, torch_version=torch_version))
     fig = Figures(commit)
     for old, new in changed_python_files(gitdir, commit):
+        if new == DEVICE_MODULE.replace(".", "/") + ".py":
+            continue  # the helpers' own definitions, not a port of a file to them
         before = _git(gitdir, "show", f"{commit}^:{old}").stdout.decode("utf-8", "replace")
         theirs = _git(gitdir, "show", f"{commit}:{new}").stdout.decode("utf-8", "replace")
         measure_file(engine, old, before, theirs, fig)
@@ -527,6 +530,18 @@ def show(fig: Figures) -> None:
             print(f"    ours:        {_one_line(miss.ours)}")
 
 
+def measured_tool() -> str:
+    """Which npu-port is measured: its folder and, in a git checkout, the commit (the rules change often;
+    quote it with a figure)."""
+    root = Path(npu_port.__file__).resolve().parent.parent
+    head = subprocess.run(["git", "-C", str(root), "rev-parse", "--short", "HEAD"], capture_output=True, text=True)
+    if head.returncode != 0:
+        return f"npu-port from {root}"
+    dirty = subprocess.run(["git", "-C", str(root), "status", "--porcelain", "--untracked-files=no"],
+                           capture_output=True, text=True).stdout.strip()
+    return f"npu-port {head.stdout.strip()}{' with uncommitted changes' if dirty else ''} ({root})"
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--mirror", type=Path, default=Path("/work/.mirror"))
@@ -561,6 +576,7 @@ def main(argv: list[str] | None = None) -> int:
                           "torch": pins}, indent=2))
         return 0
     head = _git(gitdir, "rev-parse", "HEAD").stdout.decode().strip()
+    print(measured_tool())
     print(f"verl mirror at {head}")
     for c in commits:
         subject = _git(gitdir, "log", "-1", "--format=%s", c).stdout.decode().strip()
