@@ -30,8 +30,10 @@ paired with the most similar parent line).
                 edits that touch a CUDA token or a helper gives the same line: the same helper call replaces
                 the same CUDA token, whatever else the maintainers changed in that line)
   missed        the others, split into `kept` (the output left the parent line as it was), `other` (the output
-                changed it differently) and `new` (a line the maintainers wrote with no CUDA line under it:
-                new code, such as an `if is_npu_available:` branch, which no rewrite can be expected to write)
+                changed it differently; of them `same call`: the same call spelled another way,
+                torch.accelerator.X or get_torch_device().current_device() for verl's get_torch_device().X or
+                get_device_id()) and `new` (a line the maintainers wrote with no CUDA line under it: new
+                code, such as an `if is_npu_available:` branch or a device_name= argument that was a default)
   extra         parent lines with a CUDA token that the maintainers left as they were and the output changed
   imports       helper imports from verl.utils.device the maintainers added, that the output imports too
                 (same names, any line)
@@ -232,8 +234,9 @@ def align(parent: list[Logical], new: list[Logical]) -> Alignment:
     return Alignment(kept, pairs)
 
 
-# torch's own device-agnostic spellings and verl's for the same call: a missed line whose output differs from
-# the maintainers' only by these is the same API, spelled the way plain PyTorch would (column `torch api`).
+# Spellings of one call: torch's own device-agnostic API, verl's get_torch_device().X and get_device_id() (which
+# is get_torch_device().current_device()). A missed line whose output differs from the maintainers' only by
+# these makes the same call, spelled another way (column `same call`); it is not counted as produced.
 SAME_API = [
     (re.compile(r"torch \. accelerator \. current_device_index \( \)|get_torch_device \( \) \. current_device \( \)"),
      "get_device_id ( )"),
@@ -295,7 +298,7 @@ class Figures:
     equivalent: int = 0
     kept: int = 0
     other: int = 0
-    torch_api: int = 0   # of `other`: the same call as the maintainers', in torch's spelling (SAME_API)
+    torch_api: int = 0   # of `other`: the same call as the maintainers', spelled another way (SAME_API)
     new: int = 0
     extra: int = 0
     imports: int = 0
@@ -461,7 +464,7 @@ def measure(gitdir: Path, commit: str, keep_cuda: bool, torch_version: str | Non
 # ------------------------------------------------------------------------------------------------- printing
 
 COLUMNS = ("commit", "files", "device lines", "produced", "identical", "equivalent", "missed",
-           "kept", "other", "torch api", "new", "extra", "imports")
+           "kept", "other", "same call", "new", "extra", "imports")
 
 
 def _pct(x: int, y: int) -> str:
