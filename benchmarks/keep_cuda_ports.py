@@ -37,6 +37,9 @@ paired with the most similar parent line).
   extra         parent lines with a CUDA token that the maintainers left as they were and the output changed
   imports       helper imports from verl.utils.device the maintainers added, that the output imports too
                 (same names, any line)
+  cuda left     lines that still hold one of the words verl's own CI refuses outside its whitelist
+                (tests/special_sanity/check_device_api_usage.py, #2089: `.cuda`, `"cuda"`, `"nccl"`), in the
+                output / in the maintainers' version, over the files compared
 
 The same figures for the default (hard) mode follow, for contrast: it writes torch.npu, not the helpers.
 `--show SHA` lists every missed line of that commit (file:line, before, maintainers', ours) and every
@@ -94,6 +97,8 @@ HELPERS = ("get_device_name", "get_torch_device", "get_nccl_backend", "get_devic
 HELPER = re.compile(r"\b(" + "|".join(HELPERS) + r")\b|\btorch\.accelerator\b|\bget_device_module\b")
 # A helper named through its module: `verl.utils.device.get_device_name`, `device.get_torch_device`.
 QUALIFIED = re.compile(r"\b(?:[A-Za-z_]\w*\.)+(?=(?:" + "|".join(HELPERS) + r")\b)")
+# The words verl's CI check (check_device_api_usage.py, added in #2089) refuses in a file outside its whitelist.
+VERL_CI_WORDS = (".cuda", '"cuda"', '"nccl"')
 REQUIREMENT_FILES = ("requirements.txt", "requirements-npu.txt", "setup.py", "pyproject.toml", "setup.cfg")
 DEVICE_MODULE = "verl.utils.device"
 
@@ -303,6 +308,8 @@ class Figures:
     extra: int = 0
     imports: int = 0
     imports_ours: int = 0
+    cuda_left_ours: int = 0
+    cuda_left_theirs: int = 0
     broken: list[str] = field(default_factory=list)  # outputs that do not parse or use a helper unbound
     failed: list[str] = field(default_factory=list)
     misses: list[Miss] = field(default_factory=list)
@@ -318,7 +325,7 @@ class Figures:
 
     def add(self, other: Figures) -> None:
         for name in ("files", "device_lines", "identical", "equivalent", "kept", "other", "torch_api", "new", "extra",
-                     "imports", "imports_ours"):
+                     "imports", "imports_ours", "cuda_left_ours", "cuda_left_theirs"):
             setattr(self, name, getattr(self, name) + getattr(other, name))
         self.failed += other.failed
         self.broken += other.broken
@@ -423,10 +430,10 @@ def measure_file(engine: Engine, path: str, before: str, theirs: str, fig: Figur
             kind = "other"
             fig.torch_api += same_api(device_edits(parent, line)) == same_api(device_edits(parent, o[jo]))
         if parent is not None and parent.cuda:
-            theirs = edit_pairs(parent, line)[:1]
+            their_edit = edit_pairs(parent, line)[:1]
             ours_edit = dict(edit_pairs(parent, o[jo])) if jo is not None else {}
-            if theirs:
-                old, repl = theirs[0]
+            if their_edit:
+                old, repl = their_edit[0]
                 key = f"{old} -> {repl} / " + (ours_edit.get(old) or (next(iter(ours_edit.values()), "")
                                                                       if ours_edit else "(kept)"))
         setattr(fig, kind, getattr(fig, kind) + 1)
@@ -445,6 +452,13 @@ def measure_file(engine: Engine, path: str, before: str, theirs: str, fig: Figur
         fig.imports += len(theirs_imports)
         fig.imports_ours += len(theirs_imports & helper_imports(o))
     fig.files += counted
+    if counted:
+        fig.cuda_left_ours += _ci_lines(ours)
+        fig.cuda_left_theirs += _ci_lines(theirs)
+
+
+def _ci_lines(text: str) -> int:
+    return sum(any(word in line for word in VERL_CI_WORDS) for line in text.splitlines())
 
 
 def measure(gitdir: Path, commit: str, keep_cuda: bool, torch_version: str | None, work: Path) -> Figures:
@@ -464,7 +478,7 @@ def measure(gitdir: Path, commit: str, keep_cuda: bool, torch_version: str | Non
 # ------------------------------------------------------------------------------------------------- printing
 
 COLUMNS = ("commit", "files", "device lines", "produced", "identical", "equivalent", "missed",
-           "kept", "other", "same call", "new", "extra", "imports")
+           "kept", "other", "same call", "new", "extra", "imports", "cuda left")
 
 
 def _pct(x: int, y: int) -> str:
@@ -474,7 +488,8 @@ def _pct(x: int, y: int) -> str:
 def row(fig: Figures) -> list[str]:
     return [fig.commit, str(fig.files), str(fig.device_lines), _pct(fig.produced, fig.device_lines),
             str(fig.identical), str(fig.equivalent), str(fig.missed), str(fig.kept), str(fig.other),
-            str(fig.torch_api), str(fig.new), str(fig.extra), f"{fig.imports_ours}/{fig.imports}"]
+            str(fig.torch_api), str(fig.new), str(fig.extra), f"{fig.imports_ours}/{fig.imports}",
+            f"{fig.cuda_left_ours} / {fig.cuda_left_theirs}"]
 
 
 def miss_kinds(figures: list[Figures], top: int) -> None:
