@@ -65,9 +65,10 @@ class ShellEnvVars(ShellRule):
         CUDA_VISIBLE_DEVICES=0 python x.py  ->  CUDA_VISIBLE_DEVICES=0 ASCEND_RT_VISIBLE_DEVICES=0 python x.py
         unset CUDA_VISIBLE_DEVICES        ->  unset CUDA_VISIBLE_DEVICES ASCEND_RT_VISIBLE_DEVICES
         echo "$CUDA_VISIBLE_DEVICES"      ->  echo "${ASCEND_RT_VISIBLE_DEVICES:-$CUDA_VISIBLE_DEVICES}"
+        ${CUDA_VISIBLE_DEVICES:-0,1}      ->  ${ASCEND_RT_VISIBLE_DEVICES:-${CUDA_VISIBLE_DEVICES:-0,1}}
         (every setting sets both names, with the same value text, and a read takes the Ascend name where it
         is set. Kept for CUDA, with a warning: a value with a command substitution (it would run twice),
-        `+=`, and a read with an operator of its own (`${CUDA_VISIBLE_DEVICES:-0}`, `${#...}`) or one that
+        `+=`, and a read with an operator of its own (`${#...}`, `${CUDA_VISIBLE_DEVICES/,/ }`) or one that
         another shell expands (`bash -c '...'`, a here-document). A command that sets both names already
         is left alone in either mode.)
 
@@ -104,7 +105,7 @@ class ShellEnvVars(ShellRule):
         if row is None or row.status == "keep":
             return
         if row.status == "rename" and row.npu:
-            if not assignment and self.parsed.text.endswith("${" + row.npu + ":-$", 0, start):
+            if not assignment and self.parsed.text.endswith(("${" + row.npu + ":-$", "${" + row.npu + ":-${"), 0, start):
                 return  # the default of a read of the Ascend name: the --keep-cuda form of this read
             npu = row.npu
             scope = (cmd.start, cmd.end) if cmd else None
@@ -127,12 +128,16 @@ class ShellEnvVars(ShellRule):
             start, end = param.start - 2, param.end + 1
         elif text.startswith("$", param.start - 1) and not text.startswith("${", param.start - 1):
             start, end = param.start - 1, param.end
+        elif text.startswith("${", param.start - 2) and text.startswith((":-", "-"), param.end) \
+                and (close := _default_end(text, param.end)) is not None:
+            start, end = param.start - 2, close  # `${CUDA_X:-0,1}` -> `${NPU_X:-${CUDA_X:-0,1}}`
         else:
-            return None  # `${#CUDA_X}`, `${CUDA_X:-0}`, `$((CUDA_X))`: an operator of its own
+            return None  # `${#CUDA_X}`, `${CUDA_X/,/ }`, `$((CUDA_X))`: an operator of its own
         cmd = _innermost(script, param.start)
         if cmd is None or cmd.context not in ("top", "substitution") or cmd.quote is not None:
             return None
-        return start, end, "${" + npu + ":-$" + param.name + "}"
+        inner = text[start:end] if end - start > len(param.name) + 3 else "$" + param.name
+        return start, end, "${" + npu + ":-" + inner + "}"
 
 
 def _both(word: Word, option: Optional[Word], npu: str):
@@ -152,3 +157,15 @@ def _innermost(script: Script, offset: int) -> Optional[Command]:
     """The command whose text holds `offset` (the innermost, for a substitution inside a command)."""
     holding = [c for c in script.commands if c.start <= offset < c.end]
     return min(holding, key=lambda c: c.end - c.start) if holding else None
+
+
+def _default_end(text: str, at: int) -> Optional[int]:
+    """The end of `${NAME:-word}` whose operator starts at `at`; None where the word has quotes, command
+    substitutions or nested braces (read by hand)."""
+    close = text.find("}", at)
+    if close < 0:
+        return None
+    word = text[at:close]
+    if any(c in word for c in "'\"`{\\\n") or "$(" in word:
+        return None
+    return close + 1
