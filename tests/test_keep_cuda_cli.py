@@ -54,7 +54,7 @@ def test_the_lowest_pin_of_torch_or_torch_npu_counts(tmp_path):
                                              encoding="utf-8")
     (tmp_path / "requirements-npu.txt").write_text("torch-npu==2.5.1.post1\n", encoding="utf-8")
     pin = lowest_torch([tmp_path / "src" / "x.py"])
-    assert pin is not None and (pin.version, pin.where) == ("2.5", "requirements-npu.txt:1")
+    assert pin is not None and (pin.version, pin.where) == ("2.5.1", "requirements-npu.txt:1")
 
 
 def test_the_walk_up_stops_at_a_git_root(tmp_path):
@@ -78,3 +78,15 @@ def test_verl_helpers_only_where_the_projects_verl_has_them(tmp_path):
     (tmp_path / "requirements.txt").write_text("verl==0.4.1\n", encoding="utf-8")
     old = CliRunner().invoke(cli, ["convert", str(tmp_path / "train.py"), "--keep-cuda", "--isolated"])
     assert "get_device_name" not in old.stdout and "torch.accelerator.current_accelerator().type" in old.stdout
+
+
+def test_the_projects_verl_pin_decides_which_npu_settings_a_launcher_gets(tmp_path):
+    launcher = "python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.name=vllm trainer.n_gpus_per_node=8\n"
+    (tmp_path / "run.sh").write_text(launcher, encoding="utf-8")
+    runs = {}
+    for pin in ("0.6.1", "0.9.1"):
+        (tmp_path / "requirements.txt").write_text(f"verl=={pin}\n", encoding="utf-8")
+        result = CliRunner().invoke(cli, ["convert", str(tmp_path / "run.sh"), "--extras", "--isolated", "--no-cache"])
+        assert result.exit_code == 0, result.output
+        runs[pin] = result.stdout
+    assert "trainer.device=npu" in runs["0.6.1"] and "trainer.device=npu" not in runs["0.9.1"]

@@ -115,8 +115,7 @@ def convert(ctx, paths, target, select, ignore, extras, keep_cuda, torch_version
     config = resolve_config(ctx, config_paths, config_file, isolated)
     settings = dataclasses.replace(config.settings(jobs=jobs), max_bytes=max_bytes)
     console = stderr_console()
-    if settings.keep_cuda:
-        settings = _keep_cuda_settings(settings, config, config_paths, console, quiet)
+    settings = _project_settings(settings, config, config_paths, console, quiet)
     started = time.perf_counter()
     interrupted = False
     dry_run = check or show_diff
@@ -202,15 +201,19 @@ def _excluded(console, quiet: bool, name: str, echo: Optional[Path] = None) -> N
         _pass_through(echo)
 
 
-def _keep_cuda_settings(settings: Settings, config: ProjectConfig, paths, console, quiet: bool) -> Settings:
-    """--keep-cuda writes what the project's own torch and VERL have: the oldest torch it accepts, and the
-    oldest VERL (`verl-version`, else its pin: verl's device helpers are written only where it has them)."""
+def _project_settings(settings: Settings, config: ProjectConfig, paths, console, quiet: bool) -> Settings:
+    """What the project's own pins say the output must run on: the oldest VERL it accepts (`verl-version`,
+    else its pin: NPU settings are added only where that release has the key, verl's device helpers
+    written only where it has them), and with --keep-cuda the oldest torch (said on stderr)."""
+    verl = config["verl-version"] or getattr(lowest_pin(paths, ("verl",)), "version", None)
+    if verl:
+        settings = dataclasses.replace(settings, options_extra=(*settings.options_extra, ("verl_version", (verl,))))
+    if not settings.keep_cuda:
+        return settings
     version, why = torch_for_output(settings.target, settings.torch_version, paths)
     if not quiet:
         console.print(escape(why), highlight=False)
-    verl = config["verl-version"] or getattr(lowest_pin(paths, ("verl",)), "version", None)
-    extra = (("verl_version", (verl,)),) if verl else ()
-    return dataclasses.replace(settings, torch_version=version, options_extra=(*settings.options_extra, *extra))
+    return dataclasses.replace(settings, torch_version=version)
 
 
 def check_output_folder(paths, out: Path, force: bool, to_folder: bool) -> None:

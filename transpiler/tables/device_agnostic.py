@@ -36,7 +36,8 @@ def torch_for_output(target: str, chosen: Optional[str], paths: Iterable[Path]) 
         version, why = chosen, f"torch {chosen} (as asked)"
     else:
         pin = lowest_torch(paths)
-        version, why = (pin.version, f"torch {pin.version} ({pin.where} accepts it)") if pin \
+        minor = ".".join(pin.version.split(".")[:2]) if pin else ""
+        version, why = (minor, f"torch {minor} ({pin.where} accepts it)") if pin \
             else (data["torch"]["newest"], f"torch {data['torch']['newest']} (no torch pin found near the inputs)")
     if release(version) >= release(accelerator):
         return version, f"--keep-cuda: the output must run on {why}: torch.accelerator and torch.get_device_module()"

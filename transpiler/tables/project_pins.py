@@ -22,13 +22,13 @@ _FILES = ("requirements*.txt", "requirements/*.txt", "pyproject.toml", "setup.py
 # numbers), `verl[vllm]>=0.6`, with or without extras, markers or quotes around it.
 _REQUIREMENT = r"""(?:^|["'\s,\[])(?P<name>{names})\s*(?:\[[^\]]*\])?\s*(?P<spec>(?:(?:===?|>=|~=|<=?|>|!=)\s*""" \
                r"""[0-9][0-9a-z.*+]*\s*,?\s*)+)"""
-_LOWER = re.compile(r"(===?|>=|~=)\s*([0-9]+)\.([0-9]+)")
+_LOWER = re.compile(r"(===?|>=|~=)\s*([0-9]+(?:\.[0-9]+)+)")
 TORCH = ("torch", "torch[-_]npu")
 
 
 @dataclass(frozen=True)
 class Pin:
-    version: str  # "2.1": the oldest major.minor the project accepts
+    version: str  # "2.1.0": the oldest release the project accepts, as its pin writes it
     where: str  # "requirements.txt:3"
 
 
@@ -81,5 +81,5 @@ def _pins_in(root: Path, requirement: re.Pattern) -> list[Pin]:
                 low = _LOWER.search(m.group("spec"))
                 if low:
                     line = text.count("\n", 0, m.start("name")) + 1
-                    out.append(Pin(f"{low.group(2)}.{low.group(3)}", f"{rel}:{line}"))
+                    out.append(Pin(low.group(2), f"{rel}:{line}"))
     return out
