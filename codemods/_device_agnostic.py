@@ -102,10 +102,17 @@ class DeviceAgnostic:
 
     def device(self) -> cst.BaseExpression:
         """For positions that take a torch.device (`.to(...)`): the accelerator's device; None (the
-        current device) where torch has no accelerator."""
-        if self.has("current_accelerator") and not self._verl and not self._vllm:
+        current device) where torch has no accelerator; in verl files the current device's index
+        (`get_device_id()`), as verl writes it."""
+        if self._verl:
+            return cst.Call(self._verl_name("device_id"))
+        if self.has("current_accelerator") and not self._vllm:
             return self._torch_expr("torch.accelerator.current_accelerator()")
         return self.device_type()
+
+    def current_device(self) -> Optional[cst.BaseExpression]:
+        """The framework's own spelling of `torch.cuda.current_device`, or None (verl: get_device_id)."""
+        return self._verl_name("device_id") if self._verl else None
 
     def device_module(self) -> cst.BaseExpression:
         """The accelerator's torch module (torch.cuda or torch.npu) at run time."""

@@ -64,13 +64,27 @@ class DeviceString(StringPositionRule):
     def __init__(self, ctx):
         super().__init__(ctx)
         self._checked = set()  # ids of strings whose conditional has checked for an accelerator
+        self._takes_device: set[int] = set()  # ids of `device=` / `.to(...)` argument values
 
     @staticmethod
     def new_text(text: str) -> Optional[str]:
         return npu_device_text(text)
 
     def agnostic_value(self, node, agnostic):
+        if id(node) in self._takes_device and isinstance(node, cst.SimpleString) and node.raw_value == "cuda" \
+                and agnostic.framework_device_module:
+            return agnostic.device()  # verl writes device=get_device_id(), .to(get_device_id())
         return agnostic_device(node, agnostic.device_type(available=id(node) in self._checked))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        super().visit_Call(node)
+        # `device="cuda"` and `.to("cuda")`: positions that take a device object or index as well.
+        for arg in node.args:
+            if arg.keyword is not None and arg.keyword.value == "device":
+                self._takes_device.add(id(arg.value))
+        func = node.func
+        if isinstance(func, cst.Attribute) and func.attr.value == "to" and node.args and node.args[0].keyword is None:
+            self._takes_device.add(id(node.args[0].value))
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         # `"cuda" if torch.cuda.is_available() else "cpu"`: the test has asked already.

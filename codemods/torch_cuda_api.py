@@ -246,6 +246,8 @@ class TorchCudaApi(PythonRule):
         same name; else the explicit choice between the two names."""
         agnostic = self.agnostic
         name = row.cuda[len(CUDA_ROOT) + 1:]
+        if not rest and name == "current_device" and agnostic.current_device() is not None:
+            return agnostic.current_device()  # verl: get_device_id()
         if agnostic.framework_device_module and row.status == "same":
             # verl's own ports write get_torch_device().X for every torch.cuda.X both modules have.
             return attributes(agnostic.device_module(), [p for p in (name + rest).split(".") if p])
