@@ -74,10 +74,10 @@ def test_verl_helpers_only_where_the_projects_verl_has_them(tmp_path):
     (tmp_path / "train.py").write_text(script, encoding="utf-8")
     (tmp_path / "requirements.txt").write_text("verl==0.8.0\n", encoding="utf-8")
     new = CliRunner().invoke(cli, ["convert", str(tmp_path / "train.py"), "--keep-cuda", "--isolated"])
-    assert "device=get_device_name()" in new.stdout and "from verl.utils.device import get_device_name" in new.stdout
+    assert "device=get_device_id()" in new.stdout and "from verl.utils.device import get_device_id" in new.stdout
     (tmp_path / "requirements.txt").write_text("verl==0.4.1\n", encoding="utf-8")
     old = CliRunner().invoke(cli, ["convert", str(tmp_path / "train.py"), "--keep-cuda", "--isolated"])
-    assert "get_device_name" not in old.stdout and "torch.accelerator.current_accelerator().type" in old.stdout
+    assert "verl.utils" not in old.stdout and "torch.accelerator.current_accelerator().type" in old.stdout
 
 
 def test_the_projects_verl_pin_decides_which_npu_settings_a_launcher_gets(tmp_path):
