@@ -8,8 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-from rich.console import Console
-from rich.table import Table
 
 from npu_port.transpiler.commands._options import keep_cuda_options, rule_options, split_csv
 from npu_port.transpiler.core.config import KEYS, ConfigError, ProjectConfig, load_config
@@ -134,6 +132,11 @@ def config_command(ctx, paths, target, select, ignore, extras, keep_cuda, torch_
         click.echo(json.dumps({"config_file": str(config.file) if config.file else None, "settings": rows},
                               indent=2))
         return
+    # Imported here: every command resolves its configuration through this module, and rich's table
+    # (with the console under it) costs a one-file `convert` about 40 ms it does not use.
+    from rich.console import Console
+    from rich.table import Table
+
     console = Console(highlight=False, soft_wrap=True)
     console.print(f"config file: [bold]{config.file or '(none found; defaults)'}[/]")
     table = Table("key", "value", "source", "meaning", header_style="bold")

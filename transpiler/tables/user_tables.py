@@ -21,12 +21,7 @@ from dataclasses import dataclass
 from functools import cache
 from importlib import resources
 from pathlib import Path
-from typing import Any
-
-from ruamel.yaml import YAML
-from ruamel.yaml.comments import CommentedMap, CommentedSeq
-from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor
-from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from typing import TYPE_CHECKING, Any
 
 from npu_port.transpiler.core.files import DecodeError, ReadError, read_text, yaml_too_deep
 from npu_port.transpiler.tables.mapping import MappingError, load_table
@@ -34,6 +29,9 @@ from npu_port.transpiler.tables.mapping import MappingError, load_table
 MAX_RULES_BYTES = 5 * 1024 * 1024
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 NAME_KEYS = ("cuda", "npu")  # the keys whose values are names that land in converted code
+
+if TYPE_CHECKING:
+    from ruamel.yaml.comments import CommentedSeq
 
 
 class TableError(ValueError):
@@ -144,21 +142,31 @@ def _line(node: Any, key: Any = None, index: int | None = None) -> int:
         return 1
 
 
-class _Constructor(RoundTripConstructor):
-    """A scalar no Python type can hold (2020-13-45, a 5000-digit int) is an error at its line."""
+@cache
+def _constructor() -> type:
+    """A scalar no Python type can hold (2020-13-45, a 5000-digit int) is an error at its line.
 
-    def construct_object(self, node, deep=False):
-        try:
-            return super().construct_object(node, deep)
-        except (ValueError, TypeError, OverflowError) as exc:
-            raise ConstructorError(None, None, _first_line(exc), node.start_mark) from None
+    Defined on first use: ruamel costs every run about 25 ms to import, and only a rules file needs it
+    (the built-in tables are read with PyYAML)."""
+    from ruamel.yaml.constructor import ConstructorError, RoundTripConstructor
+
+    class _Constructor(RoundTripConstructor):
+        def construct_object(self, node, deep=False):
+            try:
+                return super().construct_object(node, deep)
+            except (ValueError, TypeError, OverflowError) as exc:
+                raise ConstructorError(None, None, _first_line(exc), node.start_mark) from None
+
+    return _Constructor
 
 
 def _parse(text: str) -> Any:
+    from ruamel.yaml import YAML
+
     if yaml_too_deep(text):  # what ruamel's parser finds only after seconds
         raise RecursionError
     yaml = YAML(typ="rt")
-    yaml.Constructor = _Constructor
+    yaml.Constructor = _constructor()
     return yaml.load(text)
 
 
@@ -181,6 +189,9 @@ def load_user_tables(path: str | Path, target: str) -> dict[str, list[dict[str, 
 
 @cache
 def _load(path: str, target: str) -> dict[str, list[dict[str, str]]]:
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq  # only a rules file needs ruamel
+    from ruamel.yaml.error import MarkedYAMLError, YAMLError
+
     try:
         text = read_text(Path(path), MAX_RULES_BYTES, flag=None)  # no FIFO or device: they would block
     except DecodeError as exc:
@@ -242,6 +253,8 @@ def _first_line(exc: BaseException) -> str:
 
 
 def _check_row(path: str, table: str, seq: CommentedSeq, i: int, schema: TableSchema) -> dict[str, str]:
+    from ruamel.yaml.comments import CommentedMap
+
     row = seq[i]
     here = f"{path}:{_line(seq, index=i)}: {table} row {i + 1}"
     if not isinstance(row, CommentedMap):
