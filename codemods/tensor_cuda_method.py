@@ -1,16 +1,39 @@
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import libcst as cst
 
 from npu_port.codemods._device_agnostic import DeviceAgnostic
-from npu_port.transpiler.analysis.imports import dotted_expr
+from npu_port.transpiler.analysis.imports import dotted_expr, dotted_name
 from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
 from npu_port.transpiler.tables.mapping import load_table
 
 # Methods that return an object of the same class: `TensorDict(...).to("cpu")` is a TensorDict still.
 _RETURN_SELF = frozenset({"cuda", "cpu", "to", "clone", "contiguous", "detach"})
+
+
+# Names that hold a device index (`x.cuda(local_rank)`), not a device string or object.
+_INDEX_NAME = re.compile(r"(?:^|_)(?:rank|idx|index|id|ordinal|gpu|gpu_id|device_id)$", re.I)
+
+
+def _is_index(node: cst.BaseExpression) -> bool:
+    if isinstance(node, cst.Integer):
+        return True
+    name = node.attr.value if isinstance(node, cst.Attribute) else node.value if isinstance(node, cst.Name) else None
+    if isinstance(node, cst.Call):  # torch.cuda.current_device(), get_device_id(), int(...)
+        func = dotted_name(node.func) or ""
+        return func.rsplit(".", 1)[-1] in ("current_device", "get_device_id", "int", "current_device_index")
+    return bool(name) and _INDEX_NAME.search(name) is not None
+
+
+def _is_device_value(node: cst.BaseExpression) -> bool:
+    """A device string or object the code builds right there: `"cuda:1"`, `f"cuda:{r}"`, `torch.device(...)`."""
+    if isinstance(node, (cst.SimpleString, cst.FormattedString)):
+        return True
+    return isinstance(node, cst.Call) and (dotted_name(node.func) or "").endswith("device") \
+        and not (dotted_name(node.func) or "").endswith(("current_device", "get_device"))
 
 
 def _on_accelerator(value: cst.BaseExpression) -> cst.BaseExpression:
@@ -113,17 +136,24 @@ class TensorCudaMethod(PythonRule):
         return updated
 
     def _to_accelerator(self, call: cst.Call) -> Optional[cst.Call]:
-        """--keep-cuda: `.cuda(...)` -> `.to(<the accelerator>, ...)`; an index goes with the device type
-        (`.cuda(1)` -> `.to(torch.device(<type>, 1))`)."""
+        """--keep-cuda: `.cuda(...)` -> `.to(<the accelerator>, ...)`. `.cuda(dev)` takes an index, a string or
+        a torch.device: an index (an int, or a name that says it is one: `rank`, `local_rank`, `device_id`)
+        goes with the device type (`.to(torch.device(<type>, rank))`), a device value is passed on as it is
+        (`.cuda(torch.device("cuda", r))` -> `.to(torch.device(...))`, whose own string the device rule
+        ports); an argument of unknown kind has no form."""
         agnostic = DeviceAgnostic(self.ctx)
         index = next((a for a in call.args if a.keyword is None or a.keyword.value == "device"), None)
         if index is None:
             device = agnostic.device()
         elif index.star:
             return None
+        elif _is_device_value(index.value):
+            device = index.value
+        elif _is_index(index.value):
+            device = cst.Call(dotted_expr(f"{agnostic.torch_name()}.device"),
+                              args=[cst.Arg(agnostic.device_type(available=True)), cst.Arg(index.value)])
         else:
-            device = cst.Call(dotted_expr(f"{agnostic.torch_name()}.device"), args=[cst.Arg(agnostic.device_type(available=True)),
-                                                                 cst.Arg(index.value)])
+            return None
         rest = [a for a in call.args if a is not index]
         func = call.func
         assert isinstance(func, cst.Attribute)
