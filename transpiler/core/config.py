@@ -16,8 +16,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Optional
 
-import tomllib
-
 from npu_port.transpiler.core.files import ReadError, read_source, read_text
 from npu_port.transpiler.core.settings import Settings
 from npu_port.transpiler.tables.mapping import available_targets
@@ -216,6 +214,8 @@ def _key_line(text: str, key: str, in_tool_table: bool) -> int:
 
 def read_config_file(path: Path) -> tuple[dict[str, Any], dict[str, Source]]:
     """Validated values of one file, keyed by the canonical (kebab-case) key, with their lines."""
+    import tomllib  # only when a project file is found: most one-file runs have none
+
     try:
         text = read_text(path, bom=True)  # a BOM, as Windows editors write it, is no error
     except ReadError as exc:

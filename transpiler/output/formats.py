@@ -7,18 +7,14 @@ All of them take the same inputs (outcomes, and for `check` the edits and source
 
 from __future__ import annotations
 
-import html
 import json
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path, PurePath
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 from urllib.parse import quote
 
-from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
-from rich.text import Text
 
 from npu_port.transpiler import __version__
 from npu_port.transpiler.core.exit_codes import ExitCode
@@ -31,6 +27,11 @@ OUTPUT_FORMATS = ("text", "json", "sarif", "github")
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+
+if TYPE_CHECKING:
+    # The renderers import rich's console and table (with its fractions and decimal) and html when they
+    # run: `convert` imports this module for its --summary and --report, which most runs do not ask for.
+    from rich.console import Console
 
 
 def _rule_meta(rule_id: str) -> dict:
@@ -45,6 +46,8 @@ def _rule_meta(rule_id: str) -> dict:
 def render_text(console: Console, report: CheckReport, *, statistics: bool = False, strict: bool = False) -> None:
     """Grouped by file, each finding with its source line, fix and hint; then the totals. A long hint is
     printed in full once per rule; later findings with the same one point back to it (JSON keeps all)."""
+    from rich.text import Text
+
     shown_hints: set[tuple[str, str]] = set()
     for outcome in report.outcomes:
         if outcome.status == "failed":
@@ -89,6 +92,8 @@ def statistics_rows(findings: Iterable[Finding]) -> list[dict]:
 
 
 def render_statistics(console: Console, findings: Iterable[Finding]) -> None:
+    from rich.table import Table
+
     table = Table(header_style="bold")
     table.add_column("count", justify="right")
     table.add_column("rule", no_wrap=True)
@@ -311,6 +316,8 @@ def render_markdown(outcomes: list[FileOutcome], *, title: str, dry_run: bool = 
 
 
 def render_html(outcomes: list[FileOutcome], *, title: str, dry_run: bool = False) -> str:
+    import html
+
     s = _summary_sections(outcomes)
     e = html.escape
     changes = sum(s["per_rule"].values())

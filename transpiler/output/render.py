@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 from collections import Counter
 from collections.abc import Iterable
 
@@ -21,6 +20,8 @@ def stderr_console(quiet: bool = False) -> Console:
 
 
 def unified_diff(path: str, before: bytes, after: bytes) -> str:
+    import difflib  # only --diff needs it
+
     a = before.decode("utf-8", errors="replace").splitlines(keepends=True)
     b = after.decode("utf-8", errors="replace").splitlines(keepends=True)
     name = path.lstrip("/")
