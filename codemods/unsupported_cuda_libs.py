@@ -25,6 +25,7 @@ class LibraryRow:
     what: str
     hint: str
     uses: bool = False
+    severity: str = "warning"  # info: host-side API that runs once its package has an Ascend build
 
 
 @dataclass(frozen=True)
@@ -41,7 +42,8 @@ class CudaBuilds:
 def library_rows(target: str) -> tuple[LibraryRow, ...]:
     """The rows of codemods/data/<target>/unsupported_libraries.yaml, longest module first."""
     raw = load_table(target, "unsupported_libraries")
-    rows = [LibraryRow(r["module"], r["what"], r["hint"], bool(r.get("uses", False))) for r in raw["rows"]]
+    rows = [LibraryRow(r["module"], r["what"], r["hint"], bool(r.get("uses", False)), r.get("severity", "warning"))
+            for r in raw["rows"]]
     return tuple(sorted(rows, key=lambda r: -len(r.module)))
 
 
@@ -56,6 +58,25 @@ def cuda_builds(target: str) -> CudaBuilds:
 def compiled_extension_row(target: str) -> tuple[tuple[str, ...], LibraryRow]:
     raw = load_table(target, "unsupported_libraries")["compiled_extensions"]
     return tuple(raw["suffixes"]), LibraryRow("", raw["what"], raw["hint"])
+
+
+def _use_message(row: LibraryRow, name: str, call: bool) -> str:
+    # An info row is host code that runs once the package has an Ascend build: "does not work" would
+    # be wrong there, so the message says what it needs instead.
+    if row.severity == "info":
+        return f"{row.what}: `{name}{'(...)' if call else ''}` is host code that needs the Ascend build of its package"
+    if call:
+        return f"{row.what}: `{name}(...)` does not work on Ascend NPU"
+    return f"{row.what}: `{name}` is used here and does not work on Ascend NPU"
+
+
+def import_row(target: str, name: str) -> Optional[LibraryRow]:
+    """The row an import of `name` is reported with: an info row (a host API such as `triton.cdiv`) is
+    about its uses, so the import of it is the import of its package."""
+    row = match_library(target, name)
+    if row is not None and row.severity == "info":
+        return match_library(target, name.split(".", 1)[0])
+    return row
 
 
 def match_library(target: str, name: str) -> Optional[LibraryRow]:
@@ -119,7 +140,10 @@ class UnsupportedCudaLibraries(PythonRule):
         PyNcclCommunicator (not reported where vllm-pyhccl ports it: the file calls no method the HCCL
         communicator lacks). Imports inside `try: ... except ImportError`, and the uses of what they
         bind, are info, not warnings; so is a use under an NPU guard or of a name that is also
-        imported from a non-CUDA module (`... import PyHcclCommunicator as PyNcclCommunicator`).
+        imported from a non-CUDA module (`... import PyHcclCommunicator as PyNcclCommunicator`),
+        and so is Triton's host-side API outside kernels (`triton.cdiv`, `triton.next_power_of_2`,
+        `triton.Config`, `triton.runtime`, `triton.language` probes): triton-ascend has the same
+        names, and the hint says what to check (grids and configs tuned for NVIDIA GPUs).
         The table is codemods/data/<target>/unsupported_libraries.yaml.
 
     Why:
@@ -134,6 +158,7 @@ class UnsupportedCudaLibraries(PythonRule):
         out = flash_attn_func(q, k, v)           ->  unchanged; warning at the call
         @triton.jit                              ->  unchanged; warning: triton-ascend, retune
         add_kernel[grid](x, y, out, n)           ->  unchanged; warning: a Triton kernel launch
+        grid = (triton.cdiv(n, BLOCK),)          ->  unchanged; info: triton-ascend has it, check the grid
 
     Fix safety:
         Report-only: nothing is rewritten.
@@ -172,7 +197,7 @@ class UnsupportedCudaLibraries(PythonRule):
         self._kernel_depth = 0  # inside a Triton kernel body: its tl.* calls are the kernel, reported once
         self._imports_triton = False
         self._imports: list[tuple[cst.CSTNode, LibraryRow, str, bool, str]] = []  # reported at the end
-        self._uses: list[tuple[cst.CSTNode, str, str, str, bool]] = []  # likewise
+        self._uses: list[tuple[cst.CSTNode, str, str, str, bool, str]] = []  # likewise, with the row's severity
         self._ported: set[str] = set()  # local names another rule ports (vllm-pyhccl): not reported
 
     def visit_Try(self, node: cst.Try) -> None:
@@ -186,7 +211,7 @@ class UnsupportedCudaLibraries(PythonRule):
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
             name = dotted_name(alias.name)
-            row = match_library(self.ctx.target, name) if name else None
+            row = import_row(self.ctx.target, name) if name else None
             self._bind(alias, name or "", row, node)
             if row is not None:
                 self._report_import(alias, node, row, f"import {name}")
@@ -198,7 +223,7 @@ class UnsupportedCudaLibraries(PythonRule):
         if module is None:
             return
         if isinstance(node.names, cst.ImportStar):
-            row = match_library(self.ctx.target, module)
+            row = import_row(self.ctx.target, module)
             if row is not None:
                 self._report_import(node, node, row, f"from {module} import *")
             return
@@ -207,7 +232,7 @@ class UnsupportedCudaLibraries(PythonRule):
         first: dict[LibraryRow, cst.ImportAlias] = {}
         for alias in node.names:
             name = dotted_name(alias.name)
-            row = match_library(self.ctx.target, f"{module}.{name}") if name else None
+            row = import_row(self.ctx.target, f"{module}.{name}") if name else None
             if row is not None and portable_communicator(self.ctx.target, f"{module}.{name}", self.ctx.text):
                 self._ported.add(self._local_of(alias))  # vllm-pyhccl ports it: neither it nor its uses are left
                 continue
@@ -265,17 +290,17 @@ class UnsupportedCudaLibraries(PythonRule):
                 self.report(at, f"{row.what}: `{text}` does not work on Ascend NPU", hint=row.hint)
 
     # -- uses ----------------------------------------------------------------------------------
-    def _report_use(self, node: cst.CSTNode, message: str, hint: str) -> None:
+    def _report_use(self, node: cst.CSTNode, message: str, hint: str, severity: str = "warning") -> None:
         """A use site: info where the code already has another path (optional import, NPU guard, or the
         name also imported from a non-CUDA module). Judged at the end, when every import is known."""
         target = node.func if isinstance(node, cst.Call) else node
         root = leftmost_name(target) if isinstance(target, cst.BaseExpression) else None
         local = root.value if root is not None else ""
         guarded = local in self._optional or self.ctx.guard_of(node) is not None
-        self._uses.append((node, message, hint, local, guarded))
+        self._uses.append((node, message, hint, local, guarded, severity))
 
     def _emit_uses(self) -> None:
-        for node, message, hint, local, guarded in self._uses:
+        for node, message, hint, local, guarded, severity in self._uses:
             if local and local in self._ported:
                 continue
             if local and local in self._elsewhere:
@@ -285,7 +310,7 @@ class UnsupportedCudaLibraries(PythonRule):
                 self.report(node, f"{message} (optional here: the code has another path)", severity="info",
                             hint=hint)
             else:
-                self.report(node, message, hint=hint)
+                self.report(node, message, severity=severity, hint=hint)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._judged.add(id(node.name))
@@ -311,7 +336,7 @@ class UnsupportedCudaLibraries(PythonRule):
         row = match_library(self.ctx.target, name) if name else None
         if row is not None and row.uses:
             self._decorated.add(id(expr))
-            self._report_use(node, f"{row.what}: `@{name}` does not work on Ascend NPU", row.hint)
+            self._report_use(node, f"{row.what}: `@{name}` does not work on Ascend NPU", row.hint, row.severity)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._judged.add(id(node.target))
@@ -364,7 +389,7 @@ class UnsupportedCudaLibraries(PythonRule):
         name = self.ctx.resolve(node)
         row = match_library(self.ctx.target, name) if name else None
         if row is not None and row.uses:
-            self._report_use(node, f"{row.what}: `{name}` is used here and does not work on Ascend NPU", row.hint)
+            self._report_use(node, _use_message(row, name, call=False), row.hint, row.severity)
 
     def visit_Call(self, node: cst.Call) -> None:
         self._judged.add(id(node.func))
@@ -387,7 +412,7 @@ class UnsupportedCudaLibraries(PythonRule):
         row = match_library(self.ctx.target, name)
         if row is not None and row.uses:
             if not self._kernel_depth:
-                self._report_use(node, f"{row.what}: `{name}(...)` does not work on Ascend NPU", row.hint)
+                self._report_use(node, _use_message(row, name, call=True), row.hint, row.severity)
             return
         if name in _DYNAMIC_IMPORTS and node.args and isinstance(node.args[0].value, cst.SimpleString):
             module = node.args[0].value.evaluated_value
