@@ -12,14 +12,13 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
 import click
 from rich.markup import escape
 
 from npu_port.transpiler.bulk.cache import Cache, default_cache_dir
 from npu_port.transpiler.bulk.configured import discover_files, mirror_empty_folders, run_configured
-from npu_port.transpiler.bulk.git_copy import GitCopies
 from npu_port.transpiler.bulk.runner import RunConfig, SourceFile
 from npu_port.transpiler.bulk.worker import Task, convert_task
 from npu_port.transpiler.commands._bulk_options import bulk_options
@@ -47,12 +46,16 @@ from npu_port.transpiler.core.files import (
 )
 from npu_port.transpiler.core.report import FileOutcome, Language, findings_to_json
 from npu_port.transpiler.core.settings import Settings
-from npu_port.transpiler.output.formats import convert_summary, summary_path_ok, write_summary
 from npu_port.transpiler.output.output_files import input_clash, same_file, why_unwritable, write_by_rename
 from npu_port.transpiler.output.progress import reporter_for
 from npu_port.transpiler.output.render import print_findings, print_summary, stderr_console, unified_diff
-from npu_port.transpiler.tables.device_agnostic import torch_for_output
 from npu_port.transpiler.tables.project_pins import lowest_pin
+
+if TYPE_CHECKING:
+    from npu_port.transpiler.bulk.git_copy import GitCopies
+
+# What only some options need is imported where they are read (output formats for --report and
+# --summary, git's index for --in-place, torch pins for --keep-cuda): a one-file run need not load it.
 
 
 @click.command()
@@ -100,7 +103,7 @@ def convert(ctx, paths, target, select, ignore, extras, keep_cuda, torch_version
         raise click.UsageError("--out, --report and --summary take file names ('-' is not stdout here)")
     if sum(bool(x) for x in (show_diff, out_arg, in_place, check)) > 1:
         raise click.UsageError("choose one of --diff, --out, --in-place, --check")
-    if not summary_path_ok(summary_path):
+    if summary_path is not None and not _summary_path_ok(summary_path):
         raise click.UsageError("--summary takes a .md or .html file")
     from_stdin = list(paths) == [Path("-")]
     if stdin_filename is not None and not from_stdin:
@@ -140,7 +143,7 @@ def convert(ctx, paths, target, select, ignore, extras, keep_cuda, torch_version
             _make_folder(out)
         to_stdout = single and not (out or in_place or check or show_diff)
         writer = _Writer(paths, out, in_place, show_diff, to_stdout=to_stdout, to_folder=to_folder, fixes=fixes,
-                         git_copies=GitCopies() if in_place and not force else None)
+                         git_copies=_git_copies() if in_place and not force else None)
         files = discover_files(paths, config, exclude=[out] if out is not None else [])
         if single and not files:
             _excluded(console, quiet, printable(str(paths[0])), echo=paths[0] if to_stdout else None)
@@ -171,10 +174,14 @@ def convert(ctx, paths, target, select, ignore, extras, keep_cuda, torch_version
     else:
         code = ExitCode.OK
     if report_path:
+        from npu_port.transpiler.output.formats import convert_summary
+
         summary = convert_summary(outcomes, target=settings.target, dry_run=dry_run, exit_code=int(code))
         text = findings_to_json(outcomes, **summary)
         _write_file("--report", report_path, lambda p: p.write_text(text, encoding="utf-8"))
     if summary_path:
+        from npu_port.transpiler.output.formats import write_summary
+
         _write_file("--summary", summary_path,
                     lambda p: write_summary(p, outcomes, title="npu-port convert", dry_run=dry_run))
     if interrupted:
@@ -182,6 +189,18 @@ def convert(ctx, paths, target, select, ignore, extras, keep_cuda, torch_version
                       "the rest were not written", highlight=False)
     if code != ExitCode.OK:
         sys.exit(code)
+
+
+def _summary_path_ok(path: Path) -> bool:
+    from npu_port.transpiler.output.formats import summary_path_ok
+
+    return summary_path_ok(path)
+
+
+def _git_copies() -> GitCopies:
+    from npu_port.transpiler.bulk.git_copy import GitCopies
+
+    return GitCopies()
 
 
 def _make_folder(out: Path) -> None:
@@ -210,6 +229,8 @@ def _project_settings(settings: Settings, config: ProjectConfig, paths, console,
         settings = dataclasses.replace(settings, options_extra=(*settings.options_extra, ("verl_version", (verl,))))
     if not settings.keep_cuda:
         return settings
+    from npu_port.transpiler.tables.device_agnostic import torch_for_output
+
     version, why = torch_for_output(settings.target, settings.torch_version, paths)
     if not quiet:
         console.print(escape(why), highlight=False)
