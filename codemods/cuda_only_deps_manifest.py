@@ -7,10 +7,13 @@ import re
 from collections.abc import Iterator
 
 from npu_port.codemods._cuda_packages import TRIGGER_PATTERN, match_image, match_requirement, match_system, message
+from npu_port.transpiler.core.report import Severity
 from npu_port.transpiler.core.rules import TextRule
 from npu_port.transpiler.text.shell import Script, ShellSyntaxError
 from npu_port.transpiler.text.text_edits import LineIndex
 
+# A finding's offset, message, hint and severity.
+_Site = tuple[int, str, str, Severity]
 _TOML_TABLE = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
 _TOML_KEY = re.compile(r"^\s*([A-Za-z0-9_.\"'-]+)\s*=")
 _TOML_STRING = re.compile(r"\"((?:[^\"\\\n]|\\.)*)\"|'([^'\n]*)'")
@@ -20,6 +23,15 @@ _REQUIREMENT_KEYS = {"project": {"dependencies"}, "project.optional-dependencies
 _POETRY_DEPENDENCIES = re.compile(r"tool\.poetry\.(?:group\.[^.]+\.)?(?:dev-)?dependencies")
 _FROM = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.I | re.M)
 _RUN = re.compile(r"^\s*RUN\s+", re.I | re.M)
+# Instructions whose text runs on the image or sets its environment: where a CUDA-image step lives.
+_STEP = re.compile(r"^\s*(?:RUN|ENV|ARG)\s+", re.I | re.M)
+# What a step names of the CUDA stack: the toolkit's paths and tools, its libraries, CUDA-only packages
+# (`/usr/local/cuda/bin/nsys`, `cudnn-local-repo`, `--with-cuda=`, `cd apex`); a user's own
+# identifier that merely contains one (`CUDA_HOME`, `cuda_ext`) is not a name of it.
+# `echo` / `printf` text is a message to whoever builds the image, not a step of the CUDA stack.
+_MESSAGE = re.compile(r"(?<![\w-])(?:echo|printf)\s[^;&|\n]*")
+_CUDA_WORD = re.compile(r"(?<![\w.-])(?:cuda(?:-[\d.]+)?|cudnn|nccl|nvcc|nvidia-smi|nsys(?:-ui)?|cupy|triton"
+                        r"|flash[-_]attn|apex|xformers|bitsandbytes|pynvml)(?![\w-])", re.I)
 _PIP_OPTIONS_WITH_VALUE = {"-r", "--requirement", "-c", "--constraint", "-i", "--index-url", "--extra-index-url",
                            "-f", "--find-links", "--target", "-t", "--prefix", "--root", "--trusted-host",
                            "--platform", "--python-version", "--implementation", "--abi", "--cache-dir", "--src"}
@@ -38,8 +50,12 @@ class CudaOnlyDepsManifest(TextRule):
         packages: `cuda-*`, `libcudnn*`, `libnccl*`) and each `FROM` image. Every requirement of a
         distribution with no Ascend build (`cupy-cuda*`, `flash-attn`, `bitsandbytes`, `xformers`,
         `apex`, `nvidia-*` wheels, `triton`, whose Ascend backend is `triton-ascend`, ...) and every
-        CUDA base image (`nvidia/cuda`, NGC images) is reported on its line. The table is
-        codemods/data/<target>/cuda_only_packages.yaml.
+        CUDA base image (`nvidia/cuda`, NGC images) is reported on its line. A `pip uninstall` of
+        such a package is info (it ports nothing and breaks nothing). In a Dockerfile built on a
+        CUDA image, each `RUN` / `ENV` / `ARG` line that still names the CUDA stack
+        (`/usr/local/cuda`, cuDNN and NCCL downloads, `nvcc`, `nsys`, an apex or triton build) is
+        info too, so that the steps that change with the image are listed (`echo` text and
+        comments are not steps). The table is codemods/data/<target>/cuda_only_packages.yaml.
 
     Why:
         `pip install -r requirements.txt` on an Ascend host fails on these (or installs CUDA
@@ -51,6 +67,7 @@ class CudaOnlyDepsManifest(TextRule):
         flash-attn>=2.5.0                        ->  unchanged; warning: no Ascend build
         triton==3.1.0                            ->  unchanged; warning: depend on triton-ascend instead
         FROM nvidia/cuda:12.4.1-devel-ubuntu22.04 ->  unchanged; warning: a CUDA base image
+        ENV CUDA_HOME=/usr/local/cuda            ->  unchanged; info: a step of the CUDA image
 
     Fix safety:
         Report-only: which dependency replaces one (or whether it can simply go) is a decision.
@@ -71,19 +88,19 @@ class CudaOnlyDepsManifest(TextRule):
             sites = self._requirements(text)
         else:
             sites = self._dockerfile(text)
-        for offset, message_text, hint in sites:
+        for offset, message_text, hint, severity in sites:
             line, col = self._lines.line_col(offset)
-            self.ctx.add(self.ID, line, col, message_text, severity="warning", hint=hint)
+            self.ctx.add(self.ID, line, col, message_text, severity=severity, hint=hint)
         return text
 
-    def _requirement(self, offset: int, requirement: str) -> Iterator[tuple[int, str, str]]:
+    def _requirement(self, offset: int, requirement: str) -> Iterator[_Site]:
         found = match_requirement(self.ctx.target, requirement)
         if found is not None:
             _, row = found
-            yield offset, message(row, requirement.strip()), row.hint
+            yield offset, message(row, requirement.strip()), row.hint, "warning"
 
     # -- requirements*.txt ----------------------------------------------------------------------
-    def _requirements(self, text: str) -> Iterator[tuple[int, str, str]]:
+    def _requirements(self, text: str) -> Iterator[_Site]:
         offset = 0
         for line in text.splitlines(keepends=True):
             body = re.split(r"(?:^|\s)#", line, maxsplit=1)[0].rstrip()
@@ -96,7 +113,7 @@ class CudaOnlyDepsManifest(TextRule):
             offset += len(line)
 
     # -- pyproject.toml -------------------------------------------------------------------------
-    def _pyproject(self, text: str) -> Iterator[tuple[int, str, str]]:
+    def _pyproject(self, text: str) -> Iterator[_Site]:
         table, key, offset = "", "", 0
         for line in text.splitlines(keepends=True):
             header = _TOML_TABLE.match(line)
@@ -118,16 +135,42 @@ class CudaOnlyDepsManifest(TextRule):
             offset += len(line)
 
     # -- Dockerfile -----------------------------------------------------------------------------
-    def _dockerfile(self, text: str) -> Iterator[tuple[int, str, str]]:
+    def _dockerfile(self, text: str) -> Iterator[_Site]:
+        cuda_image = False
         for m in _FROM.finditer(text):
             row = match_image(self.ctx.target, m.group(1))
             if row is not None:
-                yield m.start(1), f"{row.what}: `FROM {m.group(1)}` has no CANN (Ascend) runtime", row.hint
+                cuda_image = True
+                yield m.start(1), f"{row.what}: `FROM {m.group(1)}` has no CANN (Ascend) runtime", row.hint, "warning"
+        reported: set[int] = set()
         for m in _RUN.finditer(text):
             body_end = _instruction_end(text, m.end())
-            yield from self._pip_installs(text[m.end():body_end], m.end())
+            for site in self._pip_installs(text[m.end():body_end], m.end()):
+                reported.add(self._lines.line_col(site[0])[0])
+                yield site
+        if cuda_image:
+            yield from self._cuda_steps(text, reported)
 
-    def _pip_installs(self, body: str, base: int) -> Iterator[tuple[int, str, str]]:
+    def _cuda_steps(self, text: str, reported: set[int]) -> Iterator[_Site]:
+        """In a Dockerfile built on a CUDA image, each step line that names the CUDA stack and has no
+        finding yet: the FROM line says the image changes, these say which steps change with it."""
+        for m in _STEP.finditer(text):
+            offset = m.start()
+            for line in text[offset:_instruction_end(text, m.end())].splitlines(keepends=True):
+                code = _MESSAGE.sub("", re.split(r"(?:^|\s)#", line, maxsplit=1)[0])
+                word = _CUDA_WORD.search(code)
+                number = self._lines.line_col(offset)[0]
+                if word is not None and number not in reported:
+                    reported.add(number)
+                    yield (offset + word.start(),
+                           f"`{word.group(0)}` in a step of a Dockerfile built on a CUDA image: it serves the "
+                           f"CUDA stack, which an Ascend (CANN) image does not have",
+                           "drop or replace the step when the image moves to a CANN base: CUDA paths "
+                           "(/usr/local/cuda) become CANN's (/usr/local/Ascend/ascend-toolkit, set_env.sh), and "
+                           "CUDA-only packages have no Ascend build", "info")
+                offset += len(line)
+
+    def _pip_installs(self, body: str, base: int) -> Iterator[_Site]:
         # A RUN body is shell (line continuations included): the shell lexer splits it into commands.
         try:
             script = Script(body)
@@ -141,9 +184,14 @@ class CudaOnlyDepsManifest(TextRule):
                     row = match_system(self.ctx.target, value) if not value.startswith("-") else None
                     if row is not None:
                         yield base + word.start, f"{row.what}: `{value}` is installed here; an Ascend host has none", \
-                            row.hint
+                            row.hint, "warning"
                 continue
-            if not values or values[0].rsplit("/", 1)[-1] not in _PIP_PROGRAMS or "install" not in values:
+            if not values or values[0].rsplit("/", 1)[-1] not in _PIP_PROGRAMS:
+                continue
+            if "uninstall" in values and "install" not in values:
+                yield from self._pip_uninstalls(words, values, base)
+                continue
+            if "install" not in values:
                 continue
             i = values.index("install") + 1
             while i < len(words):
@@ -154,6 +202,19 @@ class CudaOnlyDepsManifest(TextRule):
                 if not value.startswith("-"):
                     yield from self._requirement(base + words[i].start, value)
                 i += 1
+
+    def _pip_uninstalls(self, words, values: list[str], base: int) -> Iterator[_Site]:
+        # Removing a CUDA-only wheel ports nothing and breaks nothing: on an Ascend image it is either
+        # absent or a CUDA build a dependency pulled in (triton next to triton-ascend), so this is info.
+        for word, value in zip(words[values.index("uninstall") + 1:], values[values.index("uninstall") + 1:]):
+            if value.startswith("-"):
+                continue
+            found = match_requirement(self.ctx.target, value)
+            if found is not None:
+                yield (base + word.start, f"{found[1].what}: `pip uninstall {value}` removes a package with no "
+                                          f"Ascend build", "nothing to port: on an Ascend image it removes at most a "
+                                                           "CUDA build a dependency pulled in; keep it or drop it",
+                       "info")
 
 
 def _instruction_end(text: str, start: int) -> int:
