@@ -1,0 +1,62 @@
+"""A one-file `convert` imports what its options need and no more: ruamel for a rules file, rich's table
+for `config`, the output formats for --summary (benchmarks/bench_startup.py measures what that saves)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from npu_port.transpiler.core import rule_index
+from npu_port.transpiler.core.rule_catalog import source_digest
+
+# Modules a plain one-file run must not load, each imported by the option or command that uses it.
+_OPTIONAL = ("ruamel.yaml", "rich.table", "html", "tomllib", "difflib", "npu_port.transpiler.output.formats",
+             "npu_port.transpiler.bulk.git_copy")
+
+# Runs the CLI in-process in a fresh interpreter, as the console script would, then says what it imported.
+_PROBE = r"""
+import contextlib, io, json, sys
+from npu_port.transpiler.cli import cli
+optional, runs = json.loads(sys.argv[1]), json.loads(sys.argv[2])
+seen = []
+for args in runs:
+    out = io.TextIOWrapper(io.BytesIO(), encoding="utf-8")  # convert writes bytes to stdout's buffer
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(io.StringIO()):
+        try:
+            cli(args, prog_name="npu-port")
+        except SystemExit as exc:
+            assert not exc.code, (args, exc.code)
+    out.flush()
+    seen.append({"out": out.buffer.getvalue().decode(), "modules": [m for m in optional if m in sys.modules]})
+print(json.dumps(seen))
+"""
+
+
+def _probe(tmp_path: Path, *runs: list[str]) -> list[dict]:
+    proc = subprocess.run([sys.executable, "-c", _PROBE, json.dumps(_OPTIONAL), json.dumps(list(runs))],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    return json.loads(proc.stdout)
+
+
+def test_one_file_convert_leaves_what_its_options_need_unimported(tmp_path):
+    if rule_index.DIGEST != source_digest():  # a stale index imports every rule, YAML rules and ruamel too
+        pytest.skip("transpiler/core/rule_index.py is stale: run python -m tools.docgen")
+    (tmp_path / "tiny.py").write_text("import torch\nx = y.cuda()\n", encoding="utf-8")
+    (tmp_path / "rules.yaml").write_text("env_vars:\n  rows:\n    - {cuda: MY_CUDA_VAR, npu: MY_NPU_VAR, "
+                                         "status: rename}\n", encoding="utf-8")
+    plain, with_rules, with_summary = _probe(
+        tmp_path,
+        ["convert", "tiny.py", "--isolated"],
+        ["convert", "tiny.py", "--isolated", "--rules", "rules.yaml"],
+        ["convert", "tiny.py", "--isolated", "--summary", "s.md"],
+    )
+    assert "x = y.npu()" in plain["out"]  # the run did convert
+    assert plain["modules"] == []
+    assert "ruamel.yaml" in with_rules["modules"]  # the rules file is still read with ruamel
+    assert "npu_port.transpiler.output.formats" in with_summary["modules"]
+    assert (tmp_path / "s.md").read_text(encoding="utf-8").strip()
