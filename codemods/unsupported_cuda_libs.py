@@ -195,6 +195,7 @@ class UnsupportedCudaLibraries(PythonRule):
         self._launches: list[tuple[cst.Call, str]] = []  # `name[grid](...)` calls, judged at the end
         self._extensions: dict[str, str] = {}  # `_ext = load(...)` targets (dotted) -> the builder called
         self._kernel_depth = 0  # inside a Triton kernel body: its tl.* calls are the kernel, reported once
+        self._decorator_depth = 0  # inside a decorator: host code even on a kernel (`autotune(configs=...)`)
         self._imports_triton = False
         self._imports: list[tuple[cst.CSTNode, LibraryRow, str, bool, str]] = []  # reported at the end
         self._uses: list[tuple[cst.CSTNode, str, str, str, bool, str]] = []  # likewise, with the row's severity
@@ -328,7 +329,12 @@ class UnsupportedCudaLibraries(PythonRule):
         name = self.ctx.resolve(expr.func if isinstance(expr, cst.Call) else expr)
         return name is not None and name.split(".", 1)[0] == "triton"
 
+    def leave_Decorator(self, original: cst.Decorator, updated: cst.Decorator) -> cst.Decorator:
+        self._decorator_depth -= 1
+        return updated
+
     def visit_Decorator(self, node: cst.Decorator) -> None:
+        self._decorator_depth += 1
         expr = node.decorator
         target = expr.func if isinstance(expr, cst.Call) else expr
         self._judged.add(id(target))
@@ -411,7 +417,8 @@ class UnsupportedCudaLibraries(PythonRule):
             return
         row = match_library(self.ctx.target, name)
         if row is not None and row.uses:
-            if not self._kernel_depth:
+            # A kernel's decorators run on the host: the `triton.Config`s an autotune list holds are host API.
+            if not self._kernel_depth or (self._decorator_depth and row.severity == "info"):
                 self._report_use(node, _use_message(row, name, call=True), row.hint, row.severity)
             return
         if name in _DYNAMIC_IMPORTS and node.args and isinstance(node.args[0].value, cst.SimpleString):
