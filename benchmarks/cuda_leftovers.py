@@ -9,7 +9,9 @@ keep by design) that is one of CUDA's: `cuda` (`torch.cuda`, `x.cuda()`), `nccl`
 `cupy`, `triton`, `flash_attn`, `apex`, `xformers`, `bitsandbytes`, `pynvml`, `amp_C` (a library name
 only where a name starts with it: `triton.jit`, not `args.flash_attn` or `flash_attn=`); a user's own
 identifier that contains one (`use_cuda`, `CUDA_HOME`) is not. In shell, YAML and manifests the same
-words count outside comments (`--device cuda`, `nvidia-smi`, `flash-attn`). With `--fixtures`, the cases
+words count outside comments (`--device cuda`, `nvidia-smi`, `flash-attn`), except in `echo` / `printf`
+text, pyproject's prose keys (`description = ...`) and YAML keys (`flash_attn: fa2` is a user's config
+key, as `flash_attn=` is in Python). With `--fixtures`, the cases
 that must change or report are measured (a must-not-change case keeps its CUDA words on purpose).
 A line counts as reported when the second pass has any finding or change on it. The goal is zero lines
 without one; the printed samples are what to read. Figures are printed, never asserted.
@@ -37,6 +39,9 @@ _NAMES = {"cuda", "nccl", "cudnn", "nvcc", "cupy", "triton", "flash_attn", "apex
           "pynvml", "amp_C"}
 _WORD = re.compile(r"(?<![\w.-])(?:cuda|nccl|cudnn|nvcc|nvidia-smi|cupy(?:-cuda\w*)?|triton|flash[-_]attn|apex"
                    r"|xformers|bitsandbytes|pynvml)(?![\w-])")
+# Text printed for a person and prose keys: they name CUDA packages without being CUDA code.
+_MESSAGE = re.compile(r"(?<![\w-])(?:echo|printf)\s[^;&|\n]*")
+_PROSE_KEY = re.compile(r"^\s*(?:description|summary|keywords|readme)\s*=")
 
 
 def code_lines_with_token(text: str, language: str) -> set[int]:
@@ -60,9 +65,18 @@ def code_lines_with_token(text: str, language: str) -> set[int]:
         return lines
     for number, line in enumerate(text.splitlines(), 1):
         code = line.split("#", 1)[0] if language != "cuda" else line.split("//", 1)[0]
-        if _WORD.search(code):
+        if language in ("shell", "manifest"):
+            code = _MESSAGE.sub("", code)  # `echo "pip install flash-attn yourself"` is a message, not a step
+            if _PROSE_KEY.match(code):
+                continue  # pyproject's `description = "needs flash-attn ..."`
+        if any(not (language == "yaml" and _is_key(code, m.end())) for m in _WORD.finditer(code)):
             lines.add(number)
     return lines
+
+
+def _is_key(code: str, end: int) -> bool:
+    """`flash_attn: fa2`: the word is a key of the user's config (as `flash_attn=` in Python), not CUDA."""
+    return code[end:].lstrip().startswith(":")
 
 
 def sources(paths: list[Path], fixtures: bool):
