@@ -145,7 +145,7 @@ class CudaOnlyDepsManifest(TextRule):
         reported: set[int] = set()
         for m in _RUN.finditer(text):
             body_end = _instruction_end(text, m.end())
-            for site in self._pip_installs(text[m.end():body_end], m.end()):
+            for site in self._pip_installs(_without_comment_lines(text[m.end():body_end]), m.end()):
                 reported.add(self._lines.line_col(site[0])[0])
                 yield site
         if cuda_image:
@@ -224,7 +224,15 @@ def _instruction_end(text: str, start: int) -> int:
         newline = text.find("\n", i)
         if newline < 0:
             return len(text)
-        if text[i:newline].rstrip().endswith("\\"):
+        line = text[i:newline].strip()
+        # Docker drops comment lines inside a continued instruction: they neither end nor break it.
+        if line.endswith("\\") or (line.startswith("#") and i > start):
             i = newline + 1
             continue
         return newline
+
+
+def _without_comment_lines(body: str) -> str:
+    """The body with each whole-line comment turned into a continued blank line of the same length,
+    as Docker reads it, so that offsets stay those of the file."""
+    return re.sub(r"(?m)^([ \t]*#[^\n]*)$", lambda m: " " * (len(m.group(1)) - 1) + "\\", body)
