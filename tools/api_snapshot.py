@@ -31,6 +31,7 @@ from pathlib import Path, PurePosixPath
 
 import yaml
 
+from npu_port.transpiler.tables.verl_configs import flat_keys
 from tools import torch_npu_exports
 
 GENERATED_BY = "python -m tools.api_snapshot"
@@ -540,41 +541,12 @@ def self_attribute_defaults(cls: ast.ClassDef, method: str = "__init__") -> dict
     return found
 
 
-def yaml_value_type(value: object) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "bool"
-    if isinstance(value, int):
-        return "int"
-    if isinstance(value, float):
-        return "float"
-    if isinstance(value, str):
-        return "str"
-    if isinstance(value, list):
-        return "list"
-    if isinstance(value, dict):
-        return "dict"
-    return type(value).__name__
-
-
-def flatten_keys(mapping: dict, prefix: str = "") -> dict[str, str]:
-    """Dotted key -> type of its default for every key of a nested mapping (dicts are keys too)."""
-    out: dict[str, str] = {}
-    for key, value in mapping.items():
-        dotted = f"{prefix}{key}"
-        out[dotted] = yaml_value_type(value)
-        if isinstance(value, dict):
-            out.update(flatten_keys(value, dotted + "."))
-    return out
-
-
 def yaml_config_keys(text: str) -> dict[str, str]:
     data = yaml.safe_load(text) or {}
     if not isinstance(data, dict):
         raise ValueError("config YAML is not a mapping")
     data.pop("defaults", None)  # Hydra composition list, not a config key
-    return dict(sorted(flatten_keys(data).items()))
+    return dict(sorted(flat_keys(data).items()))
 
 
 _SCHEMA_RE = re.compile(r"^(?P<name>[\w.]+)\((?P<args>.*)\)\s*->")
@@ -930,7 +902,7 @@ def compose_hydra_defaults(tree: SourceTree, config_dir: str, name: str) -> dict
         merge(result, place(package, raw))
         return result
 
-    return dict(sorted(flatten_keys(compose(name, "")).items()))
+    return dict(sorted(flat_keys(compose(name, "")).items()))
 
 
 def snapshot_verl(tree: SourceTree) -> dict:
