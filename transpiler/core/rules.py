@@ -42,6 +42,7 @@ Safety = Literal["safe", "review", "report-only"]  # how far its change can be t
 Group = Literal["default", "extras", "check", "policy"]
 # A rule's device-agnostic form of a change (PythonRule.rewrite): called only when the change is made.
 Portable = Callable[[], Optional[cst.CSTNode]]
+KEPT_FOR_CUDA_HINT = "port this line by hand (a branch on the device), or convert without --keep-cuda"
 RULE_LANGUAGES: tuple[RuleLanguage, ...] = get_args(RuleLanguage)
 SAFETY_LEVELS: tuple[Safety, ...] = get_args(Safety)
 GROUPS: tuple[Group, ...] = get_args(Group)
@@ -52,6 +53,11 @@ CUDA_WORD = r"cuda(?<![A-Za-z0-9_]cuda)(?![A-Za-z0-9_])"
 
 _TORCH_NPU = re.compile(r"\btorch_npu\b")
 _IGNORE_RE = re.compile(r"(?:#|//)\s*npu-port:\s*ignore(?:\[([A-Za-z0-9_,\s-]+)\])?")  # // in CUDA C++
+
+
+def kept_for_cuda(message: str) -> str:
+    """The finding of a change that --keep-cuda leaves as written (PythonRule.keeps_cuda, SpanEditRule)."""
+    return f"kept for CUDA (--keep-cuda): {message} has no device-agnostic form here"
 
 
 def ignore_comments(text: str) -> dict[int, Optional[frozenset[str]]]:
@@ -284,8 +290,7 @@ class PythonRule(Rule):
 
     def keeps_cuda(self, node: cst.CSTNode, message: str, hint: str = "") -> None:
         """--keep-cuda: a change this rule makes in the default mode has no device-agnostic form here."""
-        self.report(node, f"kept for CUDA (--keep-cuda): {message} has no device-agnostic form here",
-                    hint=hint or "port this line by hand (a branch on the device), or convert without --keep-cuda")
+        self.report(node, kept_for_cuda(message), hint=hint or KEPT_FOR_CUDA_HINT)
 
     def _needs_torch_npu(self, original: cst.CSTNode, new: cst.CSTNode) -> bool:
         """A file that picks the NPU at run time keeps importing on GPU and CPU hosts: a change that would

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Generic, Optional, TypeVar
 
 from npu_port.transpiler.core.report import Severity
-from npu_port.transpiler.core.rules import FileContext, TextRule, silenced
+from npu_port.transpiler.core.rules import KEPT_FOR_CUDA_HINT, FileContext, TextRule, kept_for_cuda, silenced
 
 T = TypeVar("T")
 
@@ -160,6 +160,5 @@ class SpanEditRule(TextRule):
             return new
         form = portable() if portable is not None else None
         if form is None:
-            self.report(offset, f"kept for CUDA (--keep-cuda): {message} has no device-agnostic form here",
-                        hint="port this line by hand (a branch on the device), or convert without --keep-cuda")
+            self.report(offset, kept_for_cuda(message), hint=KEPT_FOR_CUDA_HINT)
         return form
