@@ -53,7 +53,15 @@ def framework_loads_torch_npu(ctx: PythonContext) -> bool:
 
 
 class DeviceAgnostic:
-    """The device-agnostic expressions of one file; asking for one records the import it needs."""
+    """The device-agnostic expressions of one file; asking for one records the import it needs. One per
+    file, shared by its rules (`of`): the file's style is decided once."""
+
+    @classmethod
+    def of(cls, ctx: PythonContext) -> DeviceAgnostic:
+        found = ctx.shared.get(cls)
+        if not isinstance(found, cls):
+            found = ctx.shared[cls] = cls(ctx)
+        return found
 
     def __init__(self, ctx: PythonContext):
         self.ctx = ctx

@@ -51,7 +51,7 @@ class RayAgnostic:
     def on_npu(self, *, in_function: bool) -> Optional[cst.BaseExpression]:
         """A bool at run time: the Ray request is for NPUs."""
         if self.verl:
-            return DeviceAgnostic(self.ctx).is_npu()
+            return DeviceAgnostic.of(self.ctx).is_npu()
         return self._cluster_has_npu() if in_function else None
 
     def accelerator_request(self, count: cst.BaseExpression, *, in_function: bool,

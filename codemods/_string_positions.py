@@ -53,9 +53,7 @@ class StringPositionRule(LiteralOnly, PythonRule):
 
     @property
     def agnostic(self) -> DeviceAgnostic:
-        if not hasattr(self, "_agnostic"):
-            self._agnostic = DeviceAgnostic(self.ctx)
-        return self._agnostic
+        return DeviceAgnostic.of(self.ctx)
 
     def _replacement(self, original, updated, new) -> Optional[cst.CSTNode]:
         """What a held string (one that flows into a position) becomes: `new`, or with --keep-cuda its

@@ -141,7 +141,7 @@ class TensorCudaMethod(PythonRule):
         goes with the device type (`.to(torch.device(<type>, rank))`), a device value is passed on as it is
         (`.cuda(torch.device("cuda", r))` -> `.to(torch.device(...))`, whose own string the device rule
         ports); an argument of unknown kind has no form."""
-        agnostic = DeviceAgnostic(self.ctx)
+        agnostic = DeviceAgnostic.of(self.ctx)
         index = next((a for a in call.args if a.keyword is None or a.keyword.value == "device"), None)
         if index is None:
             device = agnostic.device()

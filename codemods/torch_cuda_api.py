@@ -170,9 +170,7 @@ class TorchCudaApi(PythonRule):
 
     @property
     def agnostic(self) -> DeviceAgnostic:
-        if not hasattr(self, "_device_agnostic"):
-            self._device_agnostic = DeviceAgnostic(self.ctx)
-        return self._device_agnostic
+        return DeviceAgnostic.of(self.ctx)
 
     def _mark_chain(self, node: cst.CSTNode) -> None:
         while isinstance(node, cst.Attribute):

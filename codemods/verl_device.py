@@ -151,14 +151,14 @@ class VerlDevice(PythonRule):
         """--keep-cuda: "cuda" -> the file's device-type expression (`get_device_name()` in VERL code);
         "cuda:0" -> `f"{...}:0"`."""
         def form() -> Optional[cst.BaseExpression]:
-            device = DeviceAgnostic(self.ctx).device_type()
+            device = DeviceAgnostic.of(self.ctx).device_type()
             return device if not suffix else self._fstring(updated, [device, suffix])
         return form
 
     def _override_form(self, updated: cst.SimpleString, current: str) -> Portable:
         """--keep-cuda: "trainer.device=cuda" -> f"trainer.device={get_device_name()}"."""
         def form() -> Optional[cst.BaseExpression]:
-            device = DeviceAgnostic(self.ctx).device_type()
+            device = DeviceAgnostic.of(self.ctx).device_type()
             parts: list = []
             at = 0
             for m in self._pattern.finditer(current):

@@ -74,7 +74,7 @@ class VllmPyHccl(PythonRule):
 
     def _branch(self, cuda_line: cst.SimpleStatementLine, npu_line: cst.SimpleStatementLine) -> Optional[cst.If]:
         """--keep-cuda: both imports, chosen by the device at run time."""
-        test = DeviceAgnostic(self.ctx).is_npu()
+        test = DeviceAgnostic.of(self.ctx).is_npu()
         return cst.If(test=test, body=cst.IndentedBlock(body=[npu_line.with_changes(leading_lines=())]),
                       orelse=cst.Else(body=cst.IndentedBlock(body=[cuda_line.with_changes(leading_lines=())])),
                       leading_lines=cuda_line.leading_lines)

@@ -178,6 +178,9 @@ class PythonContext(FileContext):
         self.needed_imports: dict[tuple[str, Optional[str]], None] = {}
         # (module, name, asname) of imports the changes may have left unused: removed if nothing uses them.
         self.unused_imports: dict[tuple[str, Optional[str], Optional[str]], None] = {}
+        # What the file's rules compute once and share (a helper's per-file state), keyed by its class;
+        # it goes with the context.
+        self.shared: dict[type, object] = {}
 
     def resolve(self, node: cst.BaseExpression) -> Optional[str]:
         return self.imports.resolve(node)
