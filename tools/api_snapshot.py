@@ -1117,7 +1117,11 @@ def _is_param(value: dict) -> bool:
 
 
 def write_json(record: dict, path: Path) -> int:
-    text = compact_json(record) + "\n"
+    return write_text(compact_json(record) + "\n", path)
+
+
+def write_text(text: str, path: Path) -> int:
+    """Write a snapshot by rename (a reader never sees half a file); its size in bytes."""
     path.parent.mkdir(parents=True, exist_ok=True)
     tmp = path.with_suffix(".json.tmp")
     tmp.write_text(text, encoding="utf-8")

@@ -43,6 +43,7 @@ from tools.api_snapshot import (
     module_attribute_names,
     module_level_statements,
     scan_module,
+    write_text,
 )
 
 GENERATED_BY = "python -m tools.torch_device_api_snapshot"
@@ -734,12 +735,7 @@ def layout(value: object, depth: int = 0) -> str:
 
 
 def write(record: dict, path: Path) -> int:
-    text = layout(record) + "\n"
-    path.parent.mkdir(parents=True, exist_ok=True)
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(text, encoding="utf-8")
-    tmp.replace(path)
-    return len(text.encode("utf-8"))
+    return write_text(layout(record) + "\n", path)
 
 
 def main(argv: list[str] | None = None) -> int:
