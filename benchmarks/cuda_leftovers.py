@@ -10,8 +10,8 @@ keep by design) that is one of CUDA's: `cuda` (`torch.cuda`, `x.cuda()`), `nccl`
 only where a name starts with it: `triton.jit`, not `args.flash_attn` or `flash_attn=`); a user's own
 identifier that contains one (`use_cuda`, `CUDA_HOME`) is not. In shell, YAML and manifests the same
 words count outside comments (`--device cuda`, `nvidia-smi`, `flash-attn`), except in `echo` / `printf`
-text, pyproject's prose keys (`description = ...`) and YAML keys (`flash_attn: fa2` is a user's config
-key, as `flash_attn=` is in Python). With `--fixtures`, the cases
+text, pyproject's prose keys (`description = ...`), YAML `name:` labels (a workflow step's name) and YAML
+keys (`flash_attn: fa2` is a user's config key, as `flash_attn=` is in Python). With `--fixtures`, the cases
 that must change or report are measured (a must-not-change case keeps its CUDA words on purpose).
 A line counts as reported when the second pass has any finding or change on it. The goal is zero lines
 without one; the printed samples are what to read. Figures are printed, never asserted.
@@ -42,6 +42,8 @@ _WORD = re.compile(r"(?<![\w.-])(?:cuda|nccl|cudnn|nvcc|nvidia-smi|cupy(?:-cuda\
 # Text printed for a person and prose keys: they name CUDA packages without being CUDA code.
 _MESSAGE = re.compile(r"(?<![\w-])(?:echo|printf)\s[^;&|\n]*")
 _PROSE_KEY = re.compile(r"^\s*(?:description|summary|keywords|readme)\s*=")
+# A YAML `name:` is a label shown to a person (a workflow step's `- name: tests on 8 GPUs + flash_attn`).
+_YAML_LABEL = re.compile(r"^\s*(?:-\s+)?name\s*:")
 
 
 def code_lines_with_token(text: str, language: str) -> set[int]:
@@ -69,6 +71,8 @@ def code_lines_with_token(text: str, language: str) -> set[int]:
             code = _MESSAGE.sub("", code)  # `echo "pip install flash-attn yourself"` is a message, not a step
             if _PROSE_KEY.match(code):
                 continue  # pyproject's `description = "needs flash-attn ..."`
+        if language == "yaml" and _YAML_LABEL.match(code):
+            continue
         if any(not (language == "yaml" and _is_key(code, m.end())) for m in _WORD.finditer(code)):
             lines.add(number)
     return lines
