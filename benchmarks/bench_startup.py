@@ -1,6 +1,6 @@
 """What a small run costs against the import floor: the commands pre-commit and people run on a file.
 
-    python benchmarks/bench_startup.py [--rounds R] [--tree PATH ...] [--json]
+    python benchmarks/bench_startup.py [--rounds R] [--tree PATH ...] [--only NAME,...] [--json]
 
 Each command runs as its own process (`python -m npu_port.transpiler.cli ...`, as the console script
 does) on a 2-line Python file; the figure is the CPU seconds of that process and every process it
@@ -22,7 +22,9 @@ floor's packages load from their own caches.
   check     `check tiny.py`
   convert 8 `convert` of eight such files (`--out`): the point where a pool could start to pay
 
-Ratios are against the floor. Nothing here is asserted; no test depends on timing.
+`--only convert,check` measures those commands alone (with the floor, which every ratio needs): a
+quicker loop while working on one of them. Ratios are against the floor. Nothing here is asserted; no
+test depends on timing.
 """
 
 from __future__ import annotations
@@ -78,6 +80,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--tree", type=Path, action="append",
                         help="an npu-port checkout to measure (repeat it to compare; default: this one)")
+    parser.add_argument("--only", metavar="NAME,...", help="measure only these commands (and the floor)")
     parser.add_argument("--json", action="store_true")
     args = parser.parse_args()
     trees = [t.resolve() for t in args.tree or [ROOT]]
@@ -102,6 +105,12 @@ def main() -> None:
             "check": tool + ["check", "tiny.py"],
             "convert 8": tool + ["convert", "many", "--out", "out8", "--force", "-q", "--no-cache"],
         }
+        if args.only:
+            wanted = {"floor", *(n.strip() for n in args.only.split(","))}
+            unknown = wanted - set(cases)
+            if unknown:
+                parser.error(f"--only: no such command {', '.join(sorted(unknown))} (one of {', '.join(cases)})")
+            cases = {name: argv for name, argv in cases.items() if name in wanted}
         base = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
         envs = [dict(base, PYTHONPATH=str(t), PYTHONPYCACHEPREFIX=str(work / f"pycache{i}"))
                 for i, t in enumerate(trees)]
@@ -116,7 +125,7 @@ def main() -> None:
                 for env, got in zip(envs, samples):
                     got[name].append(cpu_of(argv, work, env))
     figures = [{name: statistics.median(v) for name, v in got.items()} for got in samples]
-    for shared in ("bare", "floor"):  # the same command whichever tree: one median over all its samples
+    for shared in (s for s in ("bare", "floor") if s in cases):  # the same command whichever tree: one median
         pooled = statistics.median(x for got in samples for x in got[shared])
         for f in figures:
             f[shared] = pooled
