@@ -1,0 +1,117 @@
+"""bitsandbytes-npu: the BitsAndBytesConfig settings that bitsandbytes' Ascend backend lacks."""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import Any, Optional
+
+import libcst as cst
+
+from npu_port.transpiler.analysis.literals import has_star_args, keyword, string_value
+from npu_port.transpiler.core.rules import PythonRule
+from npu_port.transpiler.tables.mapping import load_table
+
+
+@cache
+def table(target: str) -> dict[str, Any]:
+    return load_table(target, "bitsandbytes_npu")
+
+
+def _bool(node: cst.BaseExpression) -> Optional[bool]:
+    """True / False for those literals, None for anything else (an expression decides at run time)."""
+    if isinstance(node, cst.Name) and node.value in ("True", "False"):
+        return node.value == "True"
+    return None
+
+
+class BitsAndBytesNpu(PythonRule):
+    """Turns off double quantisation in `BitsAndBytesConfig` and reports the settings the NPU backend lacks.
+
+    What it does:
+        In `transformers.BitsAndBytesConfig(...)` (resolved through the imports):
+        - `bnb_4bit_use_double_quant=True` becomes `False`; an expression there is reported (info) with
+          the value it must have on the NPU;
+        - `load_in_8bit=True` is reported (warning): the NPU backend has no LLM.int8 kernels;
+        - a 4-bit config (`load_in_4bit=` not False) whose `bnb_4bit_quant_type` is `"fp4"`, or absent
+          (transformers' default is `"fp4"`), is reported with `bnb_4bit_quant_type="nf4"` as the setting
+          to add; an expression there is info. A call with `**kwargs` is not judged on what it omits.
+        The facts, with their sources, are codemods/data/ascend/bitsandbytes_npu.yaml; the import of
+        bitsandbytes itself is unsupported-cuda-libs' finding.
+
+    Why:
+        bitsandbytes' Ascend backend (built from its multi-backend-refactor branch; no release has it)
+        quantises 4-bit NF4 only: `compress_statistics`, which `bnb_4bit_use_double_quant` turns on,
+        FP4 and the int8 kernels raise NotImplementedError (bitsandbytes/backends/npu.py). LLaMA-Factory's
+        Ascend QLoRA instructions set double quantisation off, as this rule does.
+
+    Example:
+        BitsAndBytesConfig(load_in_4bit=True,                BitsAndBytesConfig(load_in_4bit=True,
+                           bnb_4bit_quant_type="nf4",   ->                      bnb_4bit_quant_type="nf4",
+                           bnb_4bit_use_double_quant=True)                      bnb_4bit_use_double_quant=False)
+
+    With --keep-cuda:
+        The flag is kept (double quantisation works on GPUs) and reported as a line to port by hand.
+
+    Fix safety:
+        Review: without double quantisation the quantisation constants stay 32-bit, about 0.4 bits a
+        parameter more memory; the weights and results are the same. The reports change nothing.
+    """
+
+    ID = "bitsandbytes-npu"
+    SAFETY = "review"
+    TRIGGERS = ("BitsAndBytesConfig",)
+
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        return any(facts.may_name(c) for c in table(options.target)["python"]["config_classes"])
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        rows = table(self.ctx.target)["python"]
+        if self.ctx.resolve(original.func) not in rows["config_classes"]:
+            return updated
+        hint = table(self.ctx.target)["backend_hint"]
+        eight = keyword(original, rows["load_in_8bit"]["keyword"])
+        if eight is not None and _bool(eight.value) is True:
+            self.report(eight, "BitsAndBytesConfig(load_in_8bit=True): bitsandbytes' Ascend backend has no "
+                        "LLM.int8 kernels", hint="load_in_4bit=True with bnb_4bit_quant_type=\"nf4\" and "
+                        f"bnb_4bit_use_double_quant=False, or load the model unquantised; {hint}")
+        four = keyword(original, "load_in_4bit")
+        if four is not None and _bool(four.value) is not False:
+            self._quant_type(original, rows["quant_type"], hint)
+        return self._double_quant(original, updated, rows["double_quant"], hint)
+
+    def _quant_type(self, call: cst.Call, row: dict[str, Any], hint: str) -> None:
+        arg = keyword(call, row["keyword"])
+        supported = " or ".join(f'"{v}"' for v in row["supported"])
+        setting = f'{row["keyword"]}={supported}'
+        if arg is None:
+            if not has_star_args(call):
+                self.report(call, f'BitsAndBytesConfig without {row["keyword"]} quantises to "{row["default"]}", '
+                            "which bitsandbytes' Ascend backend lacks", hint=f"add {setting}; {hint}")
+            return
+        value = string_value(arg.value)
+        if value is None:
+            self.report(arg, f"BitsAndBytesConfig({row['keyword']}=...): bitsandbytes' Ascend backend takes "
+                        f"{supported} only", severity="info", hint=f"{setting} on the NPU; {hint}")
+        elif value not in row["supported"]:
+            self.report(arg, f'BitsAndBytesConfig({row["keyword"]}="{value}"): bitsandbytes\' Ascend backend '
+                        f"takes {supported} only", hint=f"{setting}; {hint}")
+
+    def _double_quant(self, original: cst.Call, updated: cst.Call, row: dict[str, Any],
+                      hint: str) -> cst.BaseExpression:
+        name = row["keyword"]
+        arg = keyword(original, name)
+        if arg is None:
+            return updated
+        flag = _bool(arg.value)
+        if flag is None:
+            self.report(arg, f"BitsAndBytesConfig({name}=...): bitsandbytes' Ascend backend has no double "
+                        "quantisation", severity="info", hint=f"{name}={row['npu_value']} on the NPU; {hint}")
+            return updated
+        if flag is False:
+            return updated
+        new_args = [a.with_changes(value=cst.Name(row["npu_value"])) if a.keyword is not None
+                    and a.keyword.value == name else a for a in updated.args]
+        return self.rewrite(original, updated, updated.with_changes(args=new_args),
+                            f"{name}=True -> {row['npu_value']} (no double quantisation in bitsandbytes' "
+                            "Ascend backend)")
