@@ -33,7 +33,7 @@ from npu_port.transpiler.output.rule_docs import (
     rule_sections,  # noqa: F401 - tests import it from here
 )
 from npu_port.transpiler.tables import api_facts
-from npu_port.transpiler.tables.mapping import available_targets, load_table
+from npu_port.transpiler.tables.mapping import available_targets, builtin_source, load_table
 from npu_port.transpiler.tables.user_tables import builtin_table_names
 from npu_port.transpiler.tables.verl_keys import unknown_key
 
@@ -277,8 +277,10 @@ def config_schemas_doc() -> str:
 def generated_docs() -> dict[Path, str]:
     return {DOCS / "rules.md": rules_doc(), DOCS / "support-matrix.md": support_matrix_doc(),
             DOCS / "config-schemas.md": config_schemas_doc(),
-            # not a doc: the rules' metadata the registry reads without importing them
-            ROOT / "transpiler" / "core" / "rule_index.py": index_source(all_rules())}
+            # not docs: the rules' metadata the registry reads without importing them, and the built-in
+            # tables as Python literals (read without a YAML parser)
+            ROOT / "transpiler" / "core" / "rule_index.py": index_source(all_rules()),
+            ROOT / "transpiler" / "tables" / "builtin_tables.py": builtin_source()}
 
 
 def stale(docs: dict[Path, str]) -> list[Path]:
