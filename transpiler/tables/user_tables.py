@@ -19,12 +19,11 @@ import re
 import unicodedata
 from dataclasses import dataclass
 from functools import cache
-from importlib import resources
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from npu_port.transpiler.core.files import DecodeError, ReadError, read_text, yaml_too_deep
-from npu_port.transpiler.tables.mapping import MappingError, load_table
+from npu_port.transpiler.tables.mapping import MappingError, load_table, table_names
 
 MAX_RULES_BYTES = 5 * 1024 * 1024
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
@@ -101,8 +100,7 @@ def value_problem(schema: TableSchema, key: str, value: str) -> str | None:
 
 
 def builtin_table_names(target: str) -> list[str]:
-    root = resources.files("npu_port.codemods") / "data" / target
-    return sorted(p.name[:-5] for p in root.iterdir() if p.name.endswith(".yaml"))
+    return table_names(target)
 
 
 @cache
