@@ -70,6 +70,39 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                    'status': 'unsupported',
                    'hint': 'a CUDA backend setting with no Ascend NPU equivalent; it has no effect there'}]},
     ),
+    ('ascend', 'bitsandbytes_npu'): (
+        '28cf82136db63386569d2ccb6270e4ea',
+        {'backend_hint': "bitsandbytes' Ascend backend is built from source (branch multi-backend-refactor, `cmake "
+                         '-DCOMPUTE_BACKEND=npu`) and runs 4-bit NF4 only, without double quantisation',
+         'python': {'config_classes': ['transformers.BitsAndBytesConfig',
+                                       'transformers.utils.quantization_config.BitsAndBytesConfig'],
+                    'double_quant': {'keyword': 'bnb_4bit_use_double_quant',
+                                     'npu_value': 'False',
+                                     'source': 'bitsandbytes backends/npu.py @ c3eac426 (compress_statistics: '
+                                               'NotImplementedError); LLaMA-Factory README @ ff6d4d12e'},
+                    'quant_type': {'keyword': 'bnb_4bit_quant_type',
+                                   'default': 'fp4',
+                                   'supported': ['nf4'],
+                                   'source': 'bitsandbytes backends/npu.py @ c3eac426 (quant_type not nf4: '
+                                             'NotImplementedError); transformers quantization_config.py @ 000e2231 '
+                                             '(default fp4)'},
+                    'load_in_8bit': {'keyword': 'load_in_8bit',
+                                     'source': 'bitsandbytes backends/npu.py @ c3eac426 (int8_vectorwise_quant, '
+                                               'int8_linear_matmul: NotImplementedError)'}},
+         'yaml': {'bits_key': 'quantization_bit',
+                  'method_key': 'quantization_method',
+                  'bnb_methods': ['bnb', 'bitsandbytes'],
+                  'double_quant': {'key': 'double_quantization',
+                                   'default': True,
+                                   'npu_value': 'false',
+                                   'source': 'hiyouga/LLaMA-Factory README.md (Install BitsAndBytes, step 3) and '
+                                             'examples/train_qlora/qwen3_lora_sft_bnb_npu.yaml @ ff6d4d12e'},
+                  'quant_type': {'key': 'quantization_type',
+                                 'supported': ['nf4'],
+                                 'source': 'bitsandbytes backends/npu.py @ c3eac426'},
+                  'config_keys': ['model_name_or_path', 'stage', 'finetuning_type', 'template'],
+                  'sections': {'quant_config': 'name'}}},
+    ),
     ('ascend', 'communicators'): (
         '0ab4e3f404d54b6b41202fdb5d8e5cfc',
         {'rows': [{'cuda': 'vllm.distributed.device_communicators.pynccl.PyNcclCommunicator',
@@ -763,6 +796,12 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                                      'on_trace_ready=torch_npu.profiler.tensorboard_trace_handler(dir) and inspect it '
                                      'offline'}},
     ),
+    ('ascend', 'profilers'): (
+        '51e73ca3769adb6229e30d73f0c3d1b4',
+        {'tools': {'nsys': 'npu'},
+         'cuda_sections': ['global_tool_config.nsys', 'tool_config.nsys'],
+         'npu_twin_options': ['discrete']},
+    ),
     ('ascend', 'ray'): (
         '161ff2cba99db460c3b061638b9b344e',
         {'resource': {'cuda': 'GPU', 'npu': 'NPU'},
@@ -1213,7 +1252,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                    'hint': 'no torch_npu equivalent'}]},
     ),
     ('ascend', 'unsupported_libraries'): (
-        '16a6f1e0706e879ddb0b6c0b7dcf5c00',
+        '70dd544d068bf4081da41fc5d1669e20',
         {'rows': [{'module': 'triton',
                    'what': 'Triton (GPU kernels written in Python)',
                    'hint': 'Triton kernels need triton-ascend, the Ascend Triton backend, and usually retuning (block '
@@ -1303,9 +1342,13 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                   {'module': 'bitsandbytes',
                    'uses': True,
                    'what': 'bitsandbytes (CUDA quantisation kernels, 8-bit optimisers)',
-                   'hint': 'its kernels are CUDA-only; use a torch.optim optimiser (or a torch_npu.optim fused one) '
-                           'instead of the 8-bit ones, and keep weights unquantised or use an Ascend quantisation tool',
-                   'source': 'framework_ground_truth.md, Cannot be auto-converted'},
+                   'hint': 'no released bitsandbytes runs on Ascend; a source build of its multi-backend-refactor branch '
+                           '(`cmake -DCOMPUTE_BACKEND=npu`) quantises 4-bit NF4 only, without double quantisation, 8-bit '
+                           'optimisers or LLM.int8: use a torch.optim optimiser (or a torch_npu.optim fused one) instead '
+                           'of the 8-bit ones, and keep weights unquantised or 4-bit NF4 (bitsandbytes-npu reports the '
+                           'BitsAndBytesConfig settings)',
+                   'source': 'framework_ground_truth.md, Cannot be auto-converted; bitsandbytes backends/npu.py @ c3eac426 '
+                             '(branch multi-backend-refactor), main @ 95f9af30 has no NPU backend'},
                   {'module': 'xformers',
                    'uses': True,
                    'what': 'xFormers (CUDA attention kernels)',
