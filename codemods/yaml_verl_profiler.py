@@ -41,7 +41,7 @@ class YamlVerlProfiler(YamlRule):
 
     ID = "yaml-verl-profiler"
     SAFETY = "review"
-    TRIGGERS = ("nsys",)
+    TRIGGERS = ("nsys", "nsight_options")
 
     def check(self, doc: YamlDocument) -> None:
         if not any(hasattr(root, "keys") and ("global_profiler" in root or looks_like_verl_config(set(root)))
