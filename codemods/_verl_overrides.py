@@ -1,7 +1,8 @@
 """Hydra overrides that VERL launchers on Ascend need: which rows of codemods/data/<target>/framework_settings.yaml
 apply to one `python -m verl.trainer.main_ppo ...` command, and how they are appended to it.
 
-Shared by shell-verl-no-compile and shell-verl-npu-settings: each adds the rows that name it.
+Shared by shell-verl-no-compile and shell-verl-npu-settings (each adds the rows that name it) and by
+yaml-verl-npu-settings (every row, in a VERL config YAML).
 """
 
 from __future__ import annotations
@@ -91,21 +92,36 @@ def applicable(rule_id: str, target: str, launch: PythonLaunch, options: Any) ->
     """The overrides of `rule_id` that this command lacks and that apply to it (its rollout engine, its
     strategy, the targeted VERL release)."""
     values = _values(launch)
+    release = verl_keys.release(target_verl(options))
+    config = release.entry_config(launch.target) or "ppo_trainer"
+    facts = facts_of(values, _strategy(values, launch))
+    return [s.override for s in missing(target, values, facts, config, options) if s.rule == rule_id]
+
+
+def facts_of(values: dict[str, str], strategy: Optional[str]) -> dict[str, Optional[str]]:
+    """What the rows' `when` conditions ask of a run: its rollout engine and strategy (None: not decided
+    there, a `$VAR` or no value)."""
     rollout = values.get(_ROLLOUT_NAME)
-    facts = {"rollout": None if rollout is None or "$" in rollout else rollout.strip("'\""),
-             "strategy": _strategy(values, launch)}
+    return {"rollout": None if rollout is None or "$" in rollout else rollout.strip("'\""),
+            "strategy": strategy}
+
+
+def missing(target: str, values: dict[str, str], facts: dict[str, Optional[str]], config: str,
+            options: Any) -> list[Setting]:
+    """The rows (of every rule) that a run with these `key -> value` settings lacks and that apply to it:
+    its facts meet the row's `when`, and the targeted VERL release is in the row's range and has the key in
+    `config`. The shell rules and yaml-verl-npu-settings share it, so a launcher and a config get the same."""
     version = target_verl(options)
     release = verl_keys.release(version)
-    config = release.entry_config(launch.target) or "ppo_trainer"
     out = []
     for s in settings(target):
-        if s.rule != rule_id or s.key in values or (s.verl and not in_range(version, s.verl)):
+        if s.key in values or (s.verl and not in_range(version, s.verl)):
             continue
         # The range is checked against the snapshots by the tests; this holds it for the release at hand too.
         if config in release.configs and release.unknown_key(s.key, config, invented_ok=False) is not None:
             continue
         if all(facts.get(name) in allowed for name, allowed in s.when.items()):
-            out.append(s.override)
+            out.append(s)
     return out
 
 

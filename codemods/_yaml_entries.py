@@ -51,10 +51,9 @@ def indent_step(doc: YamlDocument) -> int:
     return 2
 
 
-def child_lines(doc: YamlDocument, parent: CommentedMap, key: Any, path: tuple[str, ...],
-                value: str) -> Optional[tuple[int, str]]:
-    """(offset, text) that adds `path` (nested keys, the last one set to `value`) as the first entries of
-    the block mapping `parent[key]`, just below the `key:` line; None where that mapping is a flow one, is
+def child_lines(doc: YamlDocument, parent: CommentedMap, key: Any, tree: dict[str, Any]) -> Optional[tuple[int, str]]:
+    """(offset, text) that adds `tree` (nested keys; a leaf is the value text) as the first entries of the
+    block mapping `parent[key]`, just below the `key:` line; None where that mapping is a flow one, is
     empty, or shares its line with something else."""
     mapping = parent[key]
     if not isinstance(mapping, CommentedMap) or not mapping or mapping.fa.flow_style():
@@ -67,6 +66,13 @@ def child_lines(doc: YamlDocument, parent: CommentedMap, key: Any, path: tuple[s
     if nl < 0:
         return None
     step = indent_step(doc)
-    lines = [" " * (indent + i * step) + part + ":" for i, part in enumerate(path)]
-    lines[-1] += f" {value}"
-    return nl + 1, "".join(line + "\n" for line in lines)
+
+    def render(node: dict[str, Any], at: int) -> list[str]:
+        lines = []
+        for name, value in node.items():
+            if isinstance(value, dict):
+                lines += [" " * at + f"{name}:", *render(value, at + step)]
+            else:
+                lines.append(" " * at + f"{name}: {value}")
+        return lines
+    return nl + 1, "".join(line + "\n" for line in render(tree, indent))

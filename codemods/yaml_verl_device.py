@@ -9,7 +9,7 @@ from npu_port.transpiler.core.rules import CUDA_WORD
 from npu_port.transpiler.text.yaml_edit import YamlDocument, YamlRule
 
 # Top-level sections of a VERL trainer config (verl/trainer/config/ppo_trainer.yaml).
-_VERL_SECTIONS = ("actor_rollout_ref", "critic", "algorithm", "reward_model")
+VERL_SECTIONS = ("actor_rollout_ref", "critic", "algorithm", "reward_model")
 # --keep-cuda: the launcher's device probe (transpiler/text/shell.PROBE_LINES exports DEVICE), through
 # OmegaConf's env resolver, which VERL's Hydra configs resolve (main_ppo: OmegaConf.resolve(config)).
 _FROM_LAUNCHER = "${oc.env:DEVICE,cuda}"
@@ -59,7 +59,7 @@ class YamlVerlDevice(YamlRule):
             trainer = root.get("trainer")
             if not hasattr(trainer, "get") or trainer.get("device") != "cuda":
                 continue
-            if not (any(k in root for k in _VERL_SECTIONS) or "n_gpus_per_node" in trainer):
+            if not (any(k in root for k in VERL_SECTIONS) or "n_gpus_per_node" in trainer):
                 continue
             # Flow style (`trainer: {device: cuda}`) reads `,` and `{}` as its own: the interpolation is quoted.
             form = f"'{_FROM_LAUNCHER}'" if trainer.fa.flow_style() else _FROM_LAUNCHER
