@@ -53,10 +53,7 @@ class ShellSglangServer(ShellRule):
                 for opt, value_word, start, end in option_values(launch.args, table["device_options"]):
                     value = value_word.value if value_word else (opt.value or "").partition("=")[2]
                     if value == "cuda" and (span := token_span(script, start, end, "cuda")):
-                        word = value_word or opt
-                        self.change(*span, "npu", "sglang --device cuda -> npu", quote=cmd.quote,
-                                    scope=(cmd.start, cmd.end),
-                                    portable=lambda: probed_value(self, cmd, word, span[0]))
+                        self._device(cmd, value_word or opt, span)
                 for opt, value_word, start, end in option_values(launch.args, table["attention_options"]):
                     value = value_word.value if value_word else (opt.value or "").partition("=")[2]
                     name = (opt.value or opt.text).partition("=")[0]
@@ -71,3 +68,7 @@ class ShellSglangServer(ShellRule):
                             and (span := token_span(script, word.start, word.end, value)):
                         self.change(*span, backend, f"{key}={value} -> {backend}: no {value} kernels on Ascend",
                                     quote=cmd.quote, scope=(cmd.start, cmd.end))
+
+    def _device(self, cmd, word, span: tuple[int, int]) -> None:
+        self.change(*span, "npu", "sglang --device cuda -> npu", quote=cmd.quote, scope=(cmd.start, cmd.end),
+                    portable=lambda: probed_value(self, cmd, word, span[0]))
