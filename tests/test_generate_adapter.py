@@ -234,7 +234,7 @@ def test_pipeline_hands_the_newest_checkpoint_to_the_adapter(monkeypatch, tmp_pa
     assert module.latest_checkpoint(str(tmp_path)) == str(tmp_path / "global_step_40")
     built = []
     adapter = module.VLLMAdapter("base", engine_factory=lambda m: built.append(m) or FakeEngine())
-    assert module.hand_off(adapter, str(tmp_path)) == (str(hf), "loaded")  # no engine yet: built from disk
+    assert module.hand_off_checkpoint(adapter, str(tmp_path)) == (str(hf), "loaded")  # no engine yet: built from disk
     adapter.generate("x")
     assert built == [str(hf)]
     assert module.OVERRIDES["actor_rollout_ref.actor.checkpoint.save_contents"][-1] == "hf_model"
@@ -243,7 +243,7 @@ def test_pipeline_hands_the_newest_checkpoint_to_the_adapter(monkeypatch, tmp_pa
 def test_no_checkpoint_is_a_clear_error(monkeypatch, tmp_path):
     module = load_generated("pipeline", monkeypatch)
     with pytest.raises(SystemExit, match=r"training wrote no checkpoint .*save_freq must be >= 1"):
-        module.hand_off(module.VLLMAdapter("base", engine=FakeEngine()), str(tmp_path))
+        module.hand_off_checkpoint(module.VLLMAdapter("base", engine=FakeEngine()), str(tmp_path))
 
 
 @pytest.mark.parametrize("vllm_version,loaded", [("0.23.0", "new"), ("0.11.0", "new")])
@@ -310,7 +310,7 @@ def test_agent_loop_calls_tools_and_the_evaluation_is_written(monkeypatch, tmp_p
     reward = types.ModuleType("agent_reward")
     source = render("pipeline", schemas()["pipeline"].validate({})).companions["agent_reward.py"]
     exec(compile(source, "agent_reward.py", "exec"), reward.__dict__)
-    monkeypatch.setattr(module, "load_module", lambda name: reward)
+    monkeypatch.setattr(module, "load_agent_file", lambda path: reward)
     engine.replies = ["#### 84", "#### 5"]
     rows = [{"prompt": [{"role": "user", "content": "a"}], "data_source": "gsm8k",
              "reward_model": {"ground_truth": "84"}},
@@ -318,7 +318,7 @@ def test_agent_loop_calls_tools_and_the_evaluation_is_written(monkeypatch, tmp_p
              "reward_model": {"ground_truth": "6"}}]
     out = tmp_path / "global_step_5" / "agent_eval.json"
     out.parent.mkdir()
-    summary = module.evaluate(loop, rows, str(out))
+    summary = module.evaluate_agent(loop, rows, str(out), module.reward_function("agent_reward.py"), "test.parquet")
     assert summary["mean_score"] == 0.5 and summary["samples"] == 2
     import json
 
