@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -14,7 +15,8 @@ from npu_port.transpiler.analysis.import_policy import forbidden_imports, relati
 from npu_port.transpiler.cli import cli
 from npu_port.transpiler.core.engine import Engine
 from npu_port.transpiler.core.settings import Settings
-from npu_port.transpiler.generate.weave import MARKER, WeaveError, weave, weave_source
+from npu_port.transpiler.generate.contexts import version_set
+from npu_port.transpiler.generate.weave import MARKER, AgentOptions, WeaveError, weave, weave_source
 from tools import conformance
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures" / "weave"
@@ -149,3 +151,85 @@ def test_weave_on_the_converted_examples(case):
     assert weave_source(result.source) == result.source
     assert not [i for i in conformance.check_python(result.source) if i.severity == "error"]
     assert Engine(Settings()).convert(result.source.encode(), case.name.replace(".expected", "")).output is None
+
+
+# --- weave --agent-loop: the agent in VERL's rollouts, the hand-off and the evaluation ------------------
+
+AGENT_FIXTURES = FIXTURES / "agent_loop"
+AGENT_CASES = sorted(AGENT_FIXTURES.glob("*.input.py"))
+PIPELINE_SAMPLES = FIXTURES.parent / "skeletons" / "pipeline" / "grpo_default"
+
+
+@pytest.mark.parametrize("case", AGENT_CASES, ids=lambda p: p.name)
+def test_agent_loop_fixture(case):
+    source = case.read_text()
+    result = weave(source, agent=AgentOptions())
+    expected = _expected(case)
+    if os.environ.get("NPU_PORT_UPDATE_FIXTURES"):
+        expected.write_text(result.source)
+    assert result.source == expected.read_text()
+    assert result.agent_calls == 1 and "run_ppo(with_agent_loop(config), task_runner_class=TaskRunnerV1)" in result.source
+    # Only the run_ppo call and the entry's call changed among the script's own lines.
+    woven = set(result.source.splitlines())
+    assert [line for line in source.splitlines() if line.strip() and line not in woven] == [
+        "    run_ppo(config, task_runner_class=TaskRunnerV1)", "    main()"]
+    # One template, two users: the samples are the ones `generate pipeline` writes.
+    assert result.companions == {name: (PIPELINE_SAMPLES / name).read_text() for name in ("agent_tools.py",
+                                                                                           "agent_reward.py")}
+    assert weave(result.source, agent=AgentOptions()).changed is False  # weaving twice changes nothing
+    assert Engine(Settings()).convert(result.source.encode(), case.name).output is None  # still converted
+
+
+@pytest.mark.parametrize("vllm_version", ["0.23.0", "0.11.0"])
+def test_agent_loop_conforms_to_the_version_set(vllm_version):
+    """Against the snapshots of the set the adapter targets: every verl/vllm name and every key of
+    AGENT_OVERRIDES / AGENT_FILE_OVERRIDES exists in that release (conformance checks *OVERRIDES dicts)."""
+    values = {"vllm_version": vllm_version}
+    out = weave(_agent_fixture(), options=values, agent=AgentOptions()).source
+    facts = conformance.facts_for_set(version_set(values))
+    issues = conformance.check_python(out, facts)
+    # The script's own names are its own (TaskRunnerV1 is verl 0.9.1's): weaving adds no error to them.
+    own = {(i.severity, i.subject) for i in conformance.check_python(_agent_fixture(), facts)}
+    assert not [str(i) for i in issues if i.severity == "error" and (i.severity, i.subject) not in own]
+    assert {i.subject for i in issues if i.severity == "unverified"} <= KNOWN_SNAPSHOT_GAPS
+    tree = ast.parse(out)
+    keys = [k.value for node in tree.body if isinstance(node, ast.Assign) and isinstance(node.value, ast.Dict)
+            and any(isinstance(t, ast.Name) and t.id.endswith("OVERRIDES") for t in node.targets)
+            for k in node.value.keys if isinstance(k, ast.Constant)]
+    assert "actor_rollout_ref.rollout.multi_turn.function_tool_path" in keys and len(keys) == 7
+    broken = out.replace("'actor_rollout_ref.rollout.multi_turn.enable'", "'actor_rollout_ref.rollout.multi_turn.enabled'")
+    assert broken != out
+    assert [i for i in conformance.check_python(broken, facts) if i.severity == "error"]  # the check can fail
+
+
+def _agent_fixture() -> str:
+    return (AGENT_FIXTURES / "verl_hydra_main.input.py").read_text()
+
+
+@pytest.mark.parametrize("source,kwargs,message", [
+    (None, {"options": {"model_path": "/m"}}, "--model-path: with --agent-loop the agent's engine serves the model VERL trains"),
+    (None, {"handoff_dir": "out"}, "--handoff-dir: with --agent-loop the weights come from VERL's newest checkpoint"),
+    ("ddp", {}, "the script calls no verl.trainer.main_ppo.run_ppo"),
+    ("from verl.trainer.main_ppo import run_ppo\ndef main(args):\n    run_ppo(*args)\n", {}, "passes no config"),
+    ("def main(config):\n    pass\ndef evaluate_agent():\n    pass\n", {}, "calls no"),
+    ("from verl.trainer import main_ppo\ndef main(c):\n    main_ppo.run_ppo(c)\ndef AgentLoop():\n    pass\n", {},
+     "already defines AgentLoop"),
+])
+def test_agent_loop_refusals(source, kwargs, message):
+    text = {None: _agent_fixture(), "ddp": _fixture("ddp_train")}.get(source, source)
+    with pytest.raises(WeaveError, match=re.escape(message)):
+        weave(text, agent=AgentOptions(), **kwargs)
+
+
+def test_agent_options_are_validated():
+    with pytest.raises(WeaveError, match="--agent-max-turns: 0 is below the minimum 1"):
+        weave(_agent_fixture(), agent=AgentOptions(agent_max_turns=0))
+    with pytest.raises(WeaveError, match="--weight-handoff"):
+        weave(_agent_fixture(), agent=AgentOptions(weight_handoff="ipc"))
+
+
+def test_run_ppo_through_a_module_alias_and_config_keyword():
+    source = ("import verl.trainer.main_ppo as mp\n\n\ndef main(cfg):\n    mp.run_ppo(config=cfg)\n\n\n"
+              "if __name__ == '__main__':\n    main(None)\n")
+    out = weave(source, agent=AgentOptions()).source
+    assert "mp.run_ppo(config=with_agent_loop(cfg))" in out and "    run_pipeline(None)" in out

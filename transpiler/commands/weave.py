@@ -10,9 +10,16 @@ import click
 
 from npu_port.transpiler.commands.generate import load_spec, schema_option
 from npu_port.transpiler.core.files import ReadError, read_text
+from npu_port.transpiler.generate.agent_files import (
+    AgentFileError,
+    as_seen_from,
+    check_reward_file,
+    check_tools_file,
+    split_reward,
+)
 from npu_port.transpiler.generate.render import schemas
 from npu_port.transpiler.generate.schema import OptionError
-from npu_port.transpiler.generate.weave import ADAPTERS, WeaveError, weave
+from npu_port.transpiler.generate.weave import ADAPTERS, AGENT_SCHEMA_OPTIONS, AgentOptions, WeaveError, weave
 from npu_port.transpiler.output.output_files import write_data
 from npu_port.transpiler.output.render import unified_diff
 
@@ -21,6 +28,13 @@ def _adapter_options(fn):
     # The adapter's settings are the vllm-infer skeleton's options (model, parallel sizes, sampling...).
     for opt in reversed(list(schemas()["vllm-infer"].options.values())):
         fn = schema_option(opt)(fn)
+    return fn
+
+
+def _agent_options(fn):
+    # The agent settings `generate pipeline` has, with its help texts.
+    for name in reversed(AGENT_SCHEMA_OPTIONS):
+        fn = schema_option(schemas()["pipeline"].options[name])(fn)
     return fn
 
 
@@ -38,24 +52,49 @@ def _adapter_options(fn):
               "run_pipeline() hands them to the adapter after training.")
 @click.option("--from", "spec", type=click.Path(path_type=Path, dir_okay=False),
               help="Adapter options from a YAML or JSON file; command-line options win.")
+@click.option("--agent-loop", is_flag=True, help="Put the agent into VERL's rollouts (the script calls "
+              "run_ppo): tool agent loop, tools and reward, checkpoint hand-off, evaluation afterwards.")
+@click.option("--tools", type=click.Path(path_type=Path, dir_okay=False, exists=True), metavar="FILE.py",
+              help="With --agent-loop: your @function_tool file (default: the sample agent_tools.py, written "
+              "next to the output).")
+@click.option("--reward", metavar="FILE.py[:NAME]", help="With --agent-loop: your reward function (default: "
+              "the sample agent_reward.py's compute_score, written next to the output).")
+@click.option("--eval-files", metavar="PATH", help="With --agent-loop: the held-out parquet split of the "
+              "evaluation (default: the training config's data.val_files).")
+@_agent_options
 @_adapter_options
 def weave_command(script: Path, adapter: str, output: Optional[Path], in_place: bool, show_diff: bool,
-                  entry: Optional[str],
-                  handoff_dir: Optional[str], spec: Optional[Path], **cli_values: Any) -> None:
+                  entry: Optional[str], handoff_dir: Optional[str], spec: Optional[Path], agent_loop: bool,
+                  tools: Optional[Path], reward: Optional[str], eval_files: Optional[str], **cli_values: Any) -> None:
     """Insert the inference adapter into SCRIPT and wire it to the script's training entry.
 
     Adds the adapter classes after the imports and a run_pipeline() entry before the main block, which
     then calls run_pipeline() instead of the entry. Weaving an already woven script changes nothing.
+
+    With --agent-loop (a script that trains with VERL's run_ppo) the agent is in the RL loop: run_ppo's
+    config goes through with_agent_loop(), and run_pipeline() hands the newest checkpoint to the agent's
+    vLLM engine in place and evaluates the agent; the sample tools and reward are written next to the output.
     """
     if sum(bool(x) for x in (output, in_place, show_diff)) > 1:
         raise click.UsageError("choose one of -o, --in-place and --diff")
+    agent_values = {k: cli_values.pop(k) for k in AGENT_SCHEMA_OPTIONS}
+    given = [f"--{k.replace('_', '-')}" for k, v in {"tools": tools, "reward": reward, "eval_files": eval_files,
+                                                     **agent_values}.items() if v is not None]
+    if given and not agent_loop:
+        raise click.UsageError(f"{', '.join(given)} only go with --agent-loop")
     options = load_spec(spec) if spec else {}
     options.pop("kind", None)
     options.update({k: v for k, v in cli_values.items() if v is not None})
+    # The folder the woven script will be in: the user's tools and reward paths are written relative to it.
+    target = output or (script if in_place or show_diff else None)
+    agent = _agent_request(tools, reward, eval_files, agent_values, target) if agent_loop else None
+    if agent is not None and target is None and (agent.tools is None or agent.reward is None):
+        raise click.UsageError("--agent-loop writes the sample agent_tools.py and agent_reward.py next to the "
+                               "woven script: give -o FILE or --in-place, or name your own with --tools and --reward")
     try:
         schemas()[ADAPTERS[adapter]].validate(options)
         source = read_text(script)
-        result = weave(source, adapter, options=options, entry=entry, handoff_dir=handoff_dir)
+        result = weave(source, adapter, options=options, entry=entry, handoff_dir=handoff_dir, agent=agent)
     except OptionError as exc:
         raise click.UsageError("invalid options:\n  " + "\n  ".join(exc.problems)) from None
     except ReadError as exc:
@@ -67,14 +106,62 @@ def weave_command(script: Path, adapter: str, output: Optional[Path], in_place: 
     else:
         click.echo(f"{script}: woven {adapter} adapter; entry {result.entry}(), "
                    f"{result.rewired_calls} call(s) now go through run_pipeline()", err=True)
+        if result.agent_calls:
+            click.echo(f"{script}: agent loop: {result.agent_calls} run_ppo call(s) now train through "
+                       "with_agent_loop(config)", err=True)
         if result.note:
             click.echo(f"{script}: note: {result.note}", err=True)
+    companions = {target.parent / name: text for name, text in result.companions.items()} if target else {}
+    if target is not None and any(path.resolve() == target.resolve() for path in companions):
+        raise click.UsageError(f"{target}: the woven script cannot take the name of a sample file "
+                               f"({', '.join(result.companions)})")
     if show_diff:
         sys.stdout.write(unified_diff(str(script), source.encode("utf-8"), result.source.encode("utf-8")))
-    elif in_place:
+        for path, text in companions.items():
+            if not path.exists():
+                sys.stdout.write(unified_diff(str(path), b"", text.encode("utf-8")))
+        return
+    if in_place:
         if result.changed:
             write_data(script, result.source.encode("utf-8"))
     elif output:
         write_data(output, result.source.encode("utf-8"))
     else:
         sys.stdout.write(result.source)
+    for path, text in companions.items():
+        _write_sample(path, text)
+
+
+def _agent_request(tools: Optional[Path], reward: Optional[str], eval_files: Optional[str],
+                   values: dict[str, Any], target: Optional[Path]) -> AgentOptions:
+    """--agent-loop's settings; the user's tools and reward files are checked (read, never run) and named
+    as the woven script will find them."""
+    folder = target.parent if target is not None else Path.cwd()
+    settings: dict[str, Any] = {k: v for k, v in values.items() if v is not None}
+    try:
+        if tools is not None:
+            check_tools_file(tools)
+            settings["tools"] = as_seen_from(tools, folder)
+        if reward is not None:
+            reward_path, reward_name = split_reward(reward)
+            path = Path(reward_path)
+            if not path.is_file():
+                raise click.UsageError(f"--reward {reward_path}: no such file")
+            check_reward_file(path, reward_name)
+            settings.update(reward=as_seen_from(path, folder), reward_name=reward_name)
+    except AgentFileError as exc:
+        raise click.UsageError(str(exc)) from None
+    if eval_files is not None:
+        settings["eval_files"] = eval_files
+    return AgentOptions(**settings)
+
+
+def _write_sample(path: Path, text: str) -> None:
+    """A sample tools or reward file: written when missing; an existing one is the user's, edited or not,
+    and stays as it is (weaving again changes nothing)."""
+    if path.exists():
+        if path.read_bytes() != text.encode("utf-8"):
+            click.echo(f"{path}: kept as it is (not the sample: yours)", err=True)
+        return
+    write_data(path, text.encode("utf-8"))
+    click.echo(f"wrote {path}", err=True)

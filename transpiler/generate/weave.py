@@ -6,6 +6,12 @@ are added, present ones reused), and a `run_pipeline(*args, **kwargs)` entry is 
 with the same arguments and hands new weights to the adapter. Calls of the entry in the main block
 (or bare module-level calls) are pointed at `run_pipeline`. Nothing else is touched, and a script
 that already carries the marker or the adapter classes comes back unchanged.
+
+With `agent` (`weave --agent-loop`) the script must train through VERL's `run_ppo`: its config argument
+is wrapped in `with_agent_loop(...)`, which puts the agent into VERL's rollouts (the tool agent loop with
+the agent's tools and reward) at run time, and `run_pipeline` hands the newest checkpoint to the agent's
+vLLM engine and evaluates the same agent loop afterwards. The agent code is the `generate pipeline`
+templates' (skeletons/pipeline/_agent_loop.py.j2): one template, two users.
 """
 
 from __future__ import annotations
@@ -27,10 +33,46 @@ ADAPTERS = {"vllm": "vllm-infer"}
 MARKER = "# npu-port: woven vllm adapter"
 ENTRY_CANDIDATES = ("main", "train", "run", "fit")
 PIPELINE_ENTRY = "run_pipeline"
+RUN_PPO = "verl.trainer.main_ppo.run_ppo"
+AGENT_WRAPPER = "with_agent_loop"
+# The sample tools and reward written next to the woven script when the user names none of their own.
+SAMPLE_TOOLS = "agent_tools.py"
+SAMPLE_REWARD = "agent_reward.py"
+# The agent settings `generate pipeline` has too: validated by its schema's options.
+AGENT_SCHEMA_OPTIONS = ("agent_max_turns", "weight_handoff", "eval_max_samples")
 
 
 class WeaveError(ValueError):
     pass
+
+
+@dataclass(frozen=True)
+class AgentOptions:
+    """`weave --agent-loop`: the agent's tools and reward (None: the samples, written next to the script;
+    paths as the woven script reads them, relative to its folder), and the pipeline's agent settings."""
+
+    tools: Optional[str] = None
+    reward: Optional[str] = None
+    reward_name: str = "compute_score"
+    agent_max_turns: int = 4
+    weight_handoff: str = "in_place"
+    eval_files: Optional[str] = None  # None: the training config's data.val_files
+    eval_max_samples: int = 64
+
+    def problems(self) -> list[str]:
+        found = []
+        options = schemas()["pipeline"].options
+        for name in AGENT_SCHEMA_OPTIONS:
+            try:
+                options[name].coerce(getattr(self, name))
+            except ValueError as exc:
+                found.append(str(exc))
+        if not is_identifier(self.reward_name):
+            found.append(f"--reward: {self.reward_name!r} is not a Python function name")
+        for flag, value in (("--tools", self.tools), ("--reward", self.reward), ("--eval-files", self.eval_files)):
+            if value is not None and (not value or "${" in value or "\x00" in value):
+                found.append(f"{flag}: {value!r} is not a usable path")
+        return found
 
 
 @dataclass
@@ -41,18 +83,25 @@ class WeaveResult:
     added_imports: list[str] = field(default_factory=list)
     rewired_calls: int = 0
     note: str = ""
+    # File name -> text to write next to the woven script (the sample tools and reward of --agent-loop).
+    companions: dict[str, str] = field(default_factory=dict)
+    agent_calls: int = 0  # run_ppo calls whose config now goes through with_agent_loop()
 
 
 def weave_source(source: str, adapter: str = "vllm", *, options: Optional[Mapping[str, Any]] = None,
-                 entry: Optional[str] = None, handoff_dir: Optional[str] = None) -> str:
+                 entry: Optional[str] = None, handoff_dir: Optional[str] = None,
+                 agent: Optional[AgentOptions] = None) -> str:
     """The script with the adapter woven in (unchanged if it already has it); raises WeaveError."""
-    return weave(source, adapter, options=options, entry=entry, handoff_dir=handoff_dir).source
+    return weave(source, adapter, options=options, entry=entry, handoff_dir=handoff_dir, agent=agent).source
 
 
 def weave(source: str, adapter: str = "vllm", *, options: Optional[Mapping[str, Any]] = None,
-          entry: Optional[str] = None, handoff_dir: Optional[str] = None) -> WeaveResult:
+          entry: Optional[str] = None, handoff_dir: Optional[str] = None,
+          agent: Optional[AgentOptions] = None) -> WeaveResult:
     if adapter not in ADAPTERS:
         raise WeaveError(f"unknown adapter {adapter!r} (known: {', '.join(ADAPTERS)})")
+    if agent is not None:
+        _check_agent_request(agent, options, handoff_dir)
     if too_deep_for_this_process(source.encode("utf-8")):  # LibCST's parser would crash this process
         raise WeaveError("the script is nested too deeply for the parser (Python itself cannot compile it)")
     try:
@@ -62,13 +111,13 @@ def weave(source: str, adapter: str = "vllm", *, options: Optional[Mapping[str, 
     except RecursionError:
         raise WeaveError("the script is nested too deeply for the parser (RecursionError)") from None
     try:
-        return _weave_module(module, source, adapter, options, entry, handoff_dir)
+        return _weave_module(module, source, adapter, options, entry, handoff_dir, agent)
     except RecursionError:  # a statement deep enough to parse but not to walk
         raise WeaveError("the script is nested too deeply to weave (RecursionError)") from None
 
 
 def _weave_module(module: cst.Module, source: str, adapter: str, options: Optional[Mapping[str, Any]],
-                  entry: Optional[str], handoff_dir: Optional[str]) -> WeaveResult:
+                  entry: Optional[str], handoff_dir: Optional[str], agent: Optional[AgentOptions]) -> WeaveResult:
     if MARKER in source or _defines(module, {"BaseAgentAdapter", "VLLMAdapter"}):
         return WeaveResult(source, False, note="already woven: the marker or the adapter classes are present")
 
@@ -77,12 +126,23 @@ def _weave_module(module: cst.Module, source: str, adapter: str, options: Option
     imports_src = render_partial("vllm_infer/_adapter_imports.py.j2", kind, values)
     classes_src = render_partial("vllm_infer/_adapter_classes.py.j2", kind, values)
     entry_name = _find_entry(module, entry)
-
-    adapter_imports = _parse_statements(imports_src)
-    adapter_body = _parse_statements(classes_src)
     existing = _module_bindings(module)
-    clashes = sorted((_defined_names(adapter_body) | {PIPELINE_ENTRY, "INFERENCE_ADAPTER", "ADAPTER_HANDOFF_DIR"})
-                     & existing.keys())
+    agent_calls = 0
+    companions: dict[str, str] = {}
+    if agent is not None:
+        module, agent_calls = _wrap_run_ppo_configs(module)
+        agent_values = {**values, **_agent_context(agent, entry_name)}
+        imports_src += render_partial("pipeline/_agent_imports.py.j2", kind, agent_values)
+        pipeline_stmts = _parse_statements(render_partial("pipeline/_woven_agent.py.j2", kind, agent_values))
+        pipeline_stmts = [_spaced(pipeline_stmts[0]), *pipeline_stmts[1:]]
+        companions = {name: render_partial(f"pipeline/{name}.j2", kind, agent_values)
+                      for name, given in ((SAMPLE_TOOLS, agent.tools), (SAMPLE_REWARD, agent.reward)) if given is None}
+    else:
+        pipeline_stmts = _pipeline_entry(entry_name, handoff_dir)
+
+    adapter_imports = _merged_imports(_parse_statements(imports_src))
+    adapter_body = _parse_statements(classes_src)
+    clashes = sorted((_defined_names(adapter_body) | _defined_names(pipeline_stmts) | {PIPELINE_ENTRY}) & existing.keys())
     if clashes:
         raise WeaveError(f"the script already defines {', '.join(clashes)}; rename them or weave by hand")
     new_imports, added = _missing_imports(adapter_imports, existing)
@@ -90,7 +150,6 @@ def _weave_module(module: cst.Module, source: str, adapter: str, options: Option
 
     body = list(module.body)
     insert_at = _after_imports(body)
-    pipeline_stmts = _pipeline_entry(entry_name, handoff_dir)
     guard_at = next((i for i, st in enumerate(body) if is_main_guard(st)), None)
 
     if guard_at is None:
@@ -119,7 +178,76 @@ def _weave_module(module: cst.Module, source: str, adapter: str, options: Option
     out = module.with_changes(body=new_body).code
     note = "" if rewired else (f"no call of {entry_name}() in a main block to point at {PIPELINE_ENTRY}(); "
                                f"call {PIPELINE_ENTRY}() yourself")
-    return WeaveResult(out, True, entry_name, added, rewired, note)
+    return WeaveResult(out, True, entry_name, added, rewired, note, companions, agent_calls)
+
+
+# --- the agent loop (--agent-loop) ----------------------------------------------------------------------
+
+def _check_agent_request(agent: AgentOptions, options: Optional[Mapping[str, Any]], handoff_dir: Optional[str]) -> None:
+    """What --agent-loop cannot take: settings the training config decides, and invalid agent settings."""
+    problems = agent.problems()
+    if handoff_dir is not None:
+        problems.append("--handoff-dir: with --agent-loop the weights come from VERL's newest checkpoint "
+                        "(trainer.default_local_dir)")
+    if options and options.get("model_path") is not None:
+        problems.append("--model-path: with --agent-loop the agent's engine serves the model VERL trains "
+                        "(actor_rollout_ref.model.path), whose checkpoints replace its weights")
+    if problems:
+        raise WeaveError("; ".join(problems))
+
+
+def _agent_context(agent: AgentOptions, entry: str) -> dict[str, Any]:
+    return {"entry": entry, "agent_max_turns": agent.agent_max_turns, "weight_handoff": agent.weight_handoff,
+            "eval_files": agent.eval_files, "eval_max_samples": agent.eval_max_samples,
+            "tools_path": agent.tools or SAMPLE_TOOLS, "reward_path": agent.reward or SAMPLE_REWARD,
+            "reward_name": agent.reward_name}
+
+
+def _wrap_run_ppo_configs(module: cst.Module) -> tuple[cst.Module, int]:
+    """Every call of VERL's run_ppo gets `with_agent_loop(config)` for its config; a script without one
+    trains some other way, where weave cannot put the agent into the rollouts."""
+    names, modules = set(), set()
+    for stmt in module.body:
+        if isinstance(stmt, cst.SimpleStatementLine):
+            for small in stmt.body:
+                for local, binding in bindings_of(small):
+                    if binding.target == RUN_PPO:
+                        names.add(local)
+                    elif binding.target == RUN_PPO.rsplit(".", 1)[0]:
+                        modules.add(local)
+
+    problems: list[str] = []
+
+    class Wrap(cst.CSTTransformer):
+        count = 0
+
+        def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+            func = updated.func
+            if not ((isinstance(func, cst.Name) and func.value in names) or (
+                    isinstance(func, cst.Attribute) and func.attr.value == "run_ppo"
+                    and isinstance(func.value, cst.Name) and func.value.value in modules)):
+                return updated
+            args = list(updated.args)
+            at = next((i for i, a in enumerate(args) if a.keyword is not None and a.keyword.value == "config"),
+                      0 if args and args[0].keyword is None and not args[0].star else None)
+            if at is None:
+                problems.append("a run_ppo(...) call passes no config weave can see (give it as the first "
+                                "argument or config=...)")
+                return updated
+            wrapped = cst.Call(func=cst.Name(AGENT_WRAPPER), args=[cst.Arg(args[at].value)])
+            args[at] = args[at].with_changes(value=wrapped)
+            self.count += 1
+            return updated.with_changes(args=args)
+
+    transformer = Wrap()
+    new = module.visit(transformer)
+    if problems:
+        raise WeaveError(problems[0])
+    if not transformer.count:
+        raise WeaveError("--agent-loop puts the agent into VERL's rollouts, and the script calls no "
+                         "verl.trainer.main_ppo.run_ppo(config): weave it without --agent-loop (the adapter "
+                         "alone, INFERENCE_ADAPTER), or start from `npu-port generate pipeline`")
+    return new, transformer.count
 
 
 # --- finding things ---------------------------------------------------------------------------------------
@@ -253,6 +381,39 @@ def _missing_imports(statements: list[cst.BaseStatement], existing: Mapping[str,
         out.append(stmt)
         added.append(module.code_for_node(stmt).strip())
     return out, added
+
+
+def _merged_imports(statements: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+    """The adapter's and the agent's import lines as one list: a module imported twice once, and the names
+    of two `from M import ...` of the same module in the first of them."""
+    out: list[cst.BaseStatement] = []
+    seen: set[str] = set()
+    from_at: dict[str, int] = {}
+    module = cst.Module(body=[])
+    for stmt in statements:
+        assert isinstance(stmt, cst.SimpleStatementLine)
+        small = stmt.body[0]
+        if isinstance(small, cst.ImportFrom) and small.module is not None and not isinstance(small.names, cst.ImportStar):
+            name = module.code_for_node(small.module)
+            if name in from_at:
+                first = out[from_at[name]]
+                assert isinstance(first, cst.SimpleStatementLine)
+                head = first.body[0]
+                assert isinstance(head, cst.ImportFrom) and not isinstance(head.names, cst.ImportStar)
+                have = {module.code_for_node(a.name) for a in head.names}
+                extra = [a for a in small.names if module.code_for_node(a.name) not in have]
+                names = sorted([*head.names, *extra], key=lambda a: module.code_for_node(a.name))
+                names = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in names]
+                out[from_at[name]] = first.with_changes(body=[head.with_changes(names=names)])
+                continue
+            from_at[name] = len(out)
+        else:
+            key = module.code_for_node(small).strip()
+            if key in seen:
+                continue
+            seen.add(key)
+        out.append(stmt)
+    return out
 
 
 def _aliases(small: cst.BaseSmallStatement) -> list[cst.ImportAlias]:
