@@ -182,7 +182,10 @@ class UnsupportedCudaLibraries(PythonRule):
         return (any(facts.imports_root(row.module.split(".")[0]) and facts.may_name(row.module)
                     for row in library_rows(target))
                 or facts.unsure or any(root.endswith(suffixes) for root in facts.imported_roots)
-                or any(facts.may_name(name) for name in (*_DYNAMIC_IMPORTS, *builds.callables)))
+                or any(facts.may_name(name) for name in builds.callables)
+                # A dynamic import is reported for a string literal that names a library.
+                or (any(facts.may_name(name) for name in _DYNAMIC_IMPORTS)
+                    and facts.any_string(lambda s: match_library(target, s) is not None)))
 
     def __init__(self, ctx):
         super().__init__(ctx)
