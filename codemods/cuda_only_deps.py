@@ -52,8 +52,10 @@ class CudaOnlyDeps(PythonRule):
 
     @classmethod
     def scout(cls, facts, options) -> bool:
-        return facts.has_word(*_REQUIREMENT_KEYWORDS) or facts.any_string(lambda s: s == "pip") \
-            or facts.has_word("pip")
+        # It reports only string literals that name a distribution with no Ascend build.
+        target = options.target
+        return (facts.has_word(*_REQUIREMENT_KEYWORDS) or facts.any_string(lambda s: s == "pip")
+                or facts.has_word("pip")) and facts.any_string(lambda s: match_requirement(target, s) is not None)
 
     def __init__(self, ctx):
         super().__init__(ctx)

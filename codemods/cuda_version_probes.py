@@ -53,6 +53,11 @@ def _string(node: cst.BaseExpression) -> Optional[str]:
     return None
 
 
+def _first_word(text: str) -> str:
+    words = text.split()
+    return words[0] if words else ""
+
+
 def _is_number(node: cst.BaseExpression) -> bool:
     if isinstance(node, (cst.Integer, cst.Float)):
         return True
@@ -98,8 +103,14 @@ class CudaVersionProbes(PythonRule):
     def scout(cls, facts, options) -> bool:
         table = probes(options.target)
         names = (*table.reads, *table.calls, *table.capability_calls, *table.property_calls)
+        # A toolkit variable counts where the environment is read, a program where a runner runs it
+        # (verl compares `tool == "nsys"` in many files and runs nothing); the first word is split
+        # as _runs splits it, at any whitespace.
         return (any(facts.may_name(n) for n in names)
-                or facts.any_string(lambda s: s in table.env or s.split(" ", 1)[0].rsplit("/", 1)[-1] in table.programs))
+                or ((facts.may_name("os.environ") or facts.may_name("os.getenv"))
+                    and facts.any_string(lambda s: s in table.env))
+                or (any(facts.may_name(r) for r in _RUNNERS)
+                    and facts.any_string(lambda s: _first_word(s).rsplit("/", 1)[-1] in table.programs)))
 
     def __init__(self, ctx):
         super().__init__(ctx)

@@ -50,10 +50,11 @@ class EnvVarNames(PythonRule):
 
     @classmethod
     def scout(cls, facts, options) -> bool:
-        # A name position holds the name in a string literal or a keyword (`env.update(NAME=...)`).
+        # A name position holds the name in a string literal or a keyword (`env.update(NAME=...)`); a
+        # docstring is no position (trl's show usage lines such as `CUDA_VISIBLE_DEVICES=0 trl ...`).
         tokens = EnvVarTable.for_options(options).trigger_tokens()
-        return (facts.any_string(lambda s: any(t in s for t in tokens))
-                or any(w.startswith(tokens) for w in facts.words))
+        return (any(w.startswith(tokens) for w in facts.words)
+                or facts.any_code_string(lambda s: any(t in s for t in tokens)))
 
     def __init__(self, ctx: PythonContext):
         super().__init__(ctx)

@@ -1,5 +1,6 @@
 from __future__ import annotations
 
+import ast
 import re
 from typing import Optional
 
@@ -34,6 +35,14 @@ def _is_device_value(node: cst.BaseExpression) -> bool:
         return True
     return isinstance(node, cst.Call) and (dotted_name(node.func) or "").endswith("device") \
         and not (dotted_name(node.func) or "").endswith(("current_device", "get_device"))
+
+
+def _cuda_method_node(node: ast.AST) -> bool:
+    """`x.cuda(...)` or `x.is_cuda` in the file's `ast`: what the rule could rewrite (its scout)."""
+    if isinstance(node, ast.Call):
+        func = node.func
+        return isinstance(func, ast.Attribute) and func.attr == "cuda"
+    return isinstance(node, ast.Attribute) and node.attr == "is_cuda"
 
 
 def _on_accelerator(value: cst.BaseExpression) -> cst.BaseExpression:
@@ -80,7 +89,9 @@ class TensorCudaMethod(PythonRule):
 
     @classmethod
     def scout(cls, facts, options) -> bool:
-        return facts.has_word("cuda", "is_cuda")  # attribute names: code, never string contents
+        # Attribute names: code, never string contents; and only a `.cuda(...)` call or an `.is_cuda`
+        # attribute is rewritten (Triton's `tl.extra.cuda.x()` and vLLM's `is_cuda()` go unasked).
+        return facts.has_word("cuda", "is_cuda") and facts.any_node(_cuda_method_node)
 
     def __init__(self, ctx):
         super().__init__(ctx)

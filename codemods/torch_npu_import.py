@@ -201,8 +201,9 @@ class TorchNpuImport(PythonRule):
     @classmethod
     def scout(cls, facts, options) -> bool:
         # On its own (without another rule's change) it only reports files that use the NPU without
-        # importing torch_npu; it runs after any change anyway (FOLLOWS_CHANGES).
-        if not (facts.has_word("torch") and facts.search(_USES_NPU)):
+        # importing torch_npu; it runs after any change anyway (FOLLOWS_CHANGES). An `*_ascend` package
+        # is NPU code, left alone by path (finalize).
+        if not (facts.has_word("torch") and facts.search(_USES_NPU)) or _NPU_PACKAGE.search(facts.path):
             return False
         return facts.unsure or not (_IMPORTS_TORCH_NPU.search(facts.source) or _NPU_NATIVE_IMPORT.search(facts.source))
 

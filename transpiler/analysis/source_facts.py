@@ -9,13 +9,21 @@ It only has to over-approximate: extra words or strings cost a parse, a missing 
 So f-string bodies count as code as well as strings (their `{...}` parts are code), escaped strings are
 listed both as written and as evaluated, and anything the lexer does not understand (a quote left over,
 as in a file with an unterminated string) makes `SourceFacts.unsure` true, which every scout reads as yes.
+
+Where the lexer cannot tell what a string is for (a docstring from a literal in code), a scout may ask
+for the file's `ast` (`SourceFacts.tree`, parsed on first use: CPython's parser is about ten times
+cheaper than LibCST's, and most files are never asked). The file's path is there too, for rules that
+leave files alone by where they lie.
 """
 
 from __future__ import annotations
 
+import ast
 import re
+import warnings
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Optional
 
 # A comment or a whole string literal (unrolled loops: a run of ordinary characters at a time). The
@@ -48,6 +56,59 @@ class SourceFacts:
     # f-string also as its text before the first `{` (the part LibCST rules read as its head)
     unsure: bool = False  # the lexer met something it does not understand: assume anything may happen
     imported_roots: frozenset[str] = frozenset()  # see _imported_roots
+    path: str = ""  # the path the file is converted under (what the rules' context is given)
+
+    @cached_property
+    def tree(self) -> Optional[ast.Module]:
+        """The file's `ast`, or None where CPython's parser refuses it (newer syntax than this Python
+        reads, a bad encoding): a scout reads None as yes. Parsed once, when a scout first asks."""
+        if self.unsure:
+            return None
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes and the like: LibCST's parse reports nothing either
+            try:
+                return ast.parse(self.source.encode("latin-1"))
+            except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+                return None
+
+    @cached_property
+    def nodes(self) -> Optional[tuple[ast.AST, ...]]:
+        """Every node of the file's `ast`, parents before children; None where it has none (`tree`)."""
+        tree = self.tree
+        return None if tree is None else tuple(ast.walk(tree))
+
+    def any_node(self, predicate: Callable[[ast.AST], object]) -> bool:
+        """Whether some node of the file's `ast` satisfies `predicate` (yes where it has no `ast`)."""
+        nodes = self.nodes
+        return nodes is None or any(predicate(n) for n in nodes)
+
+    @cached_property
+    def code_strings(self) -> Optional[tuple[str, ...]]:
+        """The values of the string and bytes literals (bytes as latin-1) that are not a statement of
+        their own: docstrings and strings written as comments left out, as nothing reads them. None
+        where the file has no `ast` (see `tree`)."""
+        nodes = self.nodes
+        if nodes is None:
+            return None
+        bare: set[int] = set()
+        out: list[str] = []
+        for node in nodes:  # parents before children: a statement before its string
+            if isinstance(node, ast.Expr) and isinstance(node.value, ast.Constant):
+                bare.add(id(node.value))
+            elif isinstance(node, ast.Constant) and id(node) not in bare:
+                value = node.value
+                if isinstance(value, str):
+                    out.append(value)
+                elif isinstance(value, bytes):
+                    out.append(value.decode("latin-1"))
+        return tuple(out)
+
+    def any_code_string(self, predicate: Callable[[str], object]) -> bool:
+        """`any_string`, over the literals that are not a statement of their own (`code_strings`)."""
+        strings = self.code_strings
+        if strings is None:
+            return self.any_string(predicate)
+        return any(predicate(s) for s in strings)
 
     def has_word(self, *names: str) -> bool:
         return self.unsure or any(n in self.words for n in names)
@@ -81,7 +142,7 @@ def _evaluated(body: bytes) -> Optional[str]:
         return None
 
 
-def scan(data: bytes) -> SourceFacts:
+def scan(data: bytes, path: str = "") -> SourceFacts:
     code: list[bytes] = []  # what lies outside comments and literals
     fstring_code: list[bytes] = []
     strings: list[str] = []
@@ -128,7 +189,7 @@ def scan(data: bytes) -> SourceFacts:
     for token in [w for w in words if w[0] in _DIGITS]:  # `1if` holds the word `if`: what follows a number
         words.update(_WORD.findall(token))
     words = frozenset(w.decode("ascii") for w in words)
-    return SourceFacts(data.decode("latin-1"), words, tuple(strings), unsure, roots)
+    return SourceFacts(data.decode("latin-1"), words, tuple(strings), unsure, roots, path)
 
 
 def _imported_roots(code: bytes) -> frozenset[str]:

@@ -301,7 +301,7 @@ def _triage(index: int, src: SourceFile, group: _Group, cache: Optional[Cache], 
         source_text(data, language)
     except ReadError as exc:
         return done("failed", language, f"{exc}; copied unconverted")
-    chosen = engine.needs_parse(data, language)
+    chosen = engine.needs_parse(data, language, src.display)  # the path the worker converts it under
     if not chosen:
         if seen is not None:
             seen.record(rel, st, SKIPPED)

@@ -105,13 +105,14 @@ class Engine:
         """The selected rule classes, every one imported."""
         return [spec.load() for spec in self.specs]
 
-    def needs_parse(self, data: bytes, language: Language) -> list[type[Rule]]:
+    def needs_parse(self, data: bytes, language: Language, path: str = "") -> list[type[Rule]]:
         """The prefilter, in two stages. First the triggers: all rules of the language if any of their
         triggers occurs in the file's bytes (triggers are ASCII, so this holds for any ASCII-compatible
         encoding), else none. Then, for Python, the scouts: the rules that could act on the file's code
         words and string literals (a trigger in a comment or a log message is not enough), plus the
         rules that follow other rules' changes; none if no rule could act. Only the rules returned and
-        those whose scouts were asked get imported."""
+        those whose scouts were asked get imported. `path` is the path the file is converted under
+        (the rules' context gets the same): some rules leave files alone by where they lie."""
         specs = self.by_language.get(language)
         if not specs:
             return []
@@ -124,7 +125,7 @@ class Engine:
             return [s.load() for s in specs]  # user tables may name anything: their rules have no scouts of their own
         # A rule whose own triggers are absent does nothing (tests/test_property_prefilter.py), whichever
         # other rule's trigger let the file through.
-        facts = scan(data)
+        facts = scan(data, path)
         wanted = {s for s in hit if s.load().scout(facts, self.options)}
         if not wanted:
             return []
@@ -149,7 +150,7 @@ class Engine:
                 rules: Optional[Sequence[type[Rule]]] = None) -> Converted:
         """Convert one file with `rules`, or with the rules the prefilter picks for it."""
         language = language or language_of(path, data[:128])
-        rules = self.needs_parse(data, language) if rules is None else rules
+        rules = self.needs_parse(data, language, path) if rules is None else rules
         if not rules:
             status: Status = "skipped" if language in CONVERTERS else "copied"
             return Converted(FileOutcome(path, status, language=language), None)

@@ -1,0 +1,78 @@
+"""What the prefilter gives the scouts beyond the lexical facts: the file's path and its `ast`. Each
+decline is checked against the rule run alone without the prefilter: where the scout says no, the rule
+must do nothing (tests/test_scout.py holds the scouts to the same on every fixture)."""
+
+from __future__ import annotations
+
+import pytest
+
+from npu_port.transpiler.analysis.source_facts import scan
+from npu_port.transpiler.core.engine import Engine
+from npu_port.transpiler.core.registry import all_rules
+from npu_port.transpiler.core.rules import RunOptions
+from npu_port.transpiler.core.settings import Settings
+
+RULES = all_rules()
+
+# (rule id, path, source, whether its scout may decline it): each "declines" case is a shape real
+# repositories have in numbers (vllm-ascend's own package, trl's usage docstrings, Triton's
+# tl.extra.cuda, setup.py files without a CUDA-only requirement).
+CASES = [
+    ("torch-npu-import", "repo/vllm_ascend/ops/x.py", "import torch\nx = torch.npu.current_device()\n", True),
+    ("torch-npu-import", "repo/tools/x.py", "import torch\nx = torch.npu.current_device()\n", False),
+    ("env-var-names", "scripts/serve.py",
+     '"""Usage:\n\n    CUDA_VISIBLE_DEVICES=0 trl vllm-serve --model m\n"""\nimport os\n'
+     'def f():\n    """Run with CUDA_VISIBLE_DEVICES=1."""\n    return os.environ.get("HOME")\n', True),
+    ("env-var-names", "scripts/serve.py", 'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\n', False),
+    ("env-var-names", "scripts/serve.py", 'import os\nos.environ.update(CUDA_VISIBLE_DEVICES="0")\n', False),
+    ("env-var-names", "scripts/serve.py",
+     'import os\nNAME = "CUDA_VISIBLE_DEVICES"\n"""a string statement"""\nos.environ[NAME] = "0"\n', False),
+    ("tensor-cuda-method", "ops/k.py",
+     "import triton.language as tl\ndef k():\n    tl.extra.cuda.gdc_wait()\n", True),
+    ("tensor-cuda-method", "ops/k.py", "from vllm.platforms import current_platform\nok = current_platform.is_cuda()\n",
+     False),
+    ("tensor-cuda-method", "ops/k.py", "import torch\nx = torch.zeros(1).cuda \\\n    ()\n", False),
+    ("tensor-cuda-method", "ops/k.py", "import torch\nx = torch.zeros(1)\nok = x.is_cuda\n", False),
+    ("cuda-only-deps", "setup.py",
+     'from setuptools import setup\nsetup(name="p", install_requires=["numpy", "torch>=2"])\n', True),
+    ("cuda-only-deps", "setup.py",
+     'from setuptools import setup\nsetup(name="p", install_requires=["numpy", "flash-attn>=2"])\n', False),
+    ("cuda-only-deps", "collect_env.py", 'def pip_packages():\n    return run(["pip", "list"])\n', True),
+    ("cuda-version-probes", "main_ppo.py", 'def f(config):\n    return config.tool == "nsys"\n', True),
+    ("cuda-version-probes", "x.py", 'import subprocess\nsubprocess.run("nvcc\\t--version", shell=True)\n', False),
+    ("cuda-version-probes", "x.py", 'import os\nhome = os.environ["CUDA_HOME"]\n', False),
+    ("unsupported-cuda-libs", "t.py", 'import importlib\nkw = importlib.import_module("pkg.warmup")\n', True),
+    ("unsupported-cuda-libs", "t.py", 'import importlib\nm = importlib.import_module("flash_attn")\n', False),
+]
+
+
+@pytest.mark.parametrize("rule_id,path,source,declines", CASES, ids=[f"{c[0]}-{i}" for i, c in enumerate(CASES)])
+def test_a_scout_declines_only_where_its_rule_does_nothing(rule_id, path, source, declines):
+    rule = RULES[rule_id]
+    data = source.encode()
+    wanted = rule.scout(scan(data, path), RunOptions())
+    assert wanted is not declines, (rule_id, path)
+    result = Engine(Settings(), rules=[rule], prefilter=False).convert(data, path)
+    if not wanted:
+        assert result.output is None and not result.outcome.findings, result.outcome.findings
+
+
+def test_the_engine_gives_the_scouts_the_path_the_file_is_converted_under():
+    data = b"import torch\nx = torch.npu.current_device()\n"
+    engine = Engine(Settings())
+    assert engine.needs_parse(data, "python", "repo/vllm_ascend/x.py") == []
+    assert engine.needs_parse(data, "python", "repo/tools/x.py")
+    assert engine.convert(data, "repo/vllm_ascend/x.py").outcome.status == "skipped"
+    assert engine.convert(data, "repo/tools/x.py").outcome.findings
+
+
+def test_a_file_without_an_ast_here_is_wanted_by_every_ast_question():
+    facts = scan(b'import torch\nprint(f"{torch.device("cuda")}")\n')  # Python 3.12 syntax: unsure
+    assert facts.tree is None and facts.any_node(lambda n: False) and facts.any_code_string(lambda s: False)
+    facts = scan(b"def f(:\n    x.cuda()\n")  # a syntax error: no tree, so every question is yes
+    assert facts.tree is None and facts.any_node(lambda n: False)
+
+
+def test_code_strings_leave_out_string_statements_only():
+    facts = scan(b'"""doc A"""\nx = "B"\ndef f():\n    "doc C"\n    return b"D", f"E{x}"\n')
+    assert set(facts.code_strings or ()) == {"B", "D", "E"}
