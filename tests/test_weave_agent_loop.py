@@ -59,6 +59,11 @@ class FakeLLM:
         recorder.events.append(("LLM", kwargs["model"], kwargs["enable_sleep_mode"]))
         self.turn = 0
 
+    def generate(self, prompts, sampling_params=None, use_tqdm=True):
+        self.recorder.events.append(("generate", list(prompts)))
+        return [types.SimpleNamespace(request_id=str(i), outputs=[types.SimpleNamespace(text="84")])
+                for i, _ in enumerate(prompts)]
+
     def chat(self, messages, sampling_params=None, use_tqdm=True, tools=None):
         self.recorder.events.append(("chat", len(messages), [t["function"]["name"] for t in tools or []]))
         self.turn += 1
