@@ -4,6 +4,7 @@
 from __future__ import annotations
 
 import ast
+from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
@@ -12,7 +13,10 @@ from npu_port.transpiler.cli import cli
 from npu_port.transpiler.generate import versions
 from npu_port.transpiler.generate.render import render, schemas
 from npu_port.transpiler.generate.schema import OptionError
+from npu_port.transpiler.generate.weave import MARKER, AgentOptions, weave
 from tools import conformance
+
+ROOT = Path(__file__).resolve().parent.parent
 
 
 def invoke(*args):
@@ -84,8 +88,16 @@ def test_versions_that_cannot_be_installed_together_are_refused(tmp_path):
 def test_every_generated_file_names_its_versions():
     for kind in ("verl-train", "vllm-infer", "pipeline", "msrl-train"):
         rendered = render(kind, schemas()[kind].validate({}))
-        for text in filter(None, (rendered.main, rendered.config)):
+        for text in filter(None, (rendered.main, rendered.config, *(rendered.companions or {}).values())):
             assert "Targets: " in text[:2000], kind
+    # What weave adds to a script names the set it was checked against, right after its marker.
+    launcher = (ROOT / "fixtures" / "weave" / "agent_loop" / "verl_hydra_main.input.py").read_text()
+    for options in ({}, {"vllm_version": "0.11.0"}):
+        result = weave(launcher, options=options, agent=AgentOptions())
+        marker = result.source.index(MARKER)
+        expected = "vLLM 0.11.0" if options else "vLLM 0.23.0"
+        assert f"# Targets: verl {'0.8.0' if options else '0.9.1'}, {expected}" in result.source[marker:marker + 300]
+        assert all("Targets: " in text[:2000] for text in result.companions.values())
 
 
 def test_requirements_out_writes_the_pins(tmp_path):

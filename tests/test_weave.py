@@ -233,3 +233,17 @@ def test_run_ppo_through_a_module_alias_and_config_keyword():
               "if __name__ == '__main__':\n    main(None)\n")
     out = weave(source, agent=AgentOptions()).source
     assert "mp.run_ppo(config=with_agent_loop(cfg))" in out and "    run_pipeline(None)" in out
+
+
+def test_requirements_out_writes_the_set_the_woven_code_targets(tmp_path):
+    script = tmp_path / "train.py"
+    script.write_text(_fixture("ddp_train"))
+    req = tmp_path / "requirements-npu.txt"
+    result = CliRunner().invoke(cli, ["weave", str(script), "-o", str(tmp_path / "woven.py"), "--vllm-version",
+                                      "0.11.0", "--requirements-out", str(req)])
+    assert result.exit_code == 0, result.output
+    lines = req.read_text().splitlines()
+    assert "vllm-ascend==0.11.0" in lines and "verl==0.8.0" in lines
+    assert "# Targets: verl 0.8.0, vLLM 0.11.0 + vllm-ascend 0.11.0" in (tmp_path / "woven.py").read_text()
+    diff = CliRunner().invoke(cli, ["weave", str(script), "--diff", "--requirements-out", str(tmp_path / "r2.txt")])
+    assert diff.exit_code == 0 and not (tmp_path / "r2.txt").exists()  # --diff writes nothing

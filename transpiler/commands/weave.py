@@ -17,6 +17,7 @@ from npu_port.transpiler.generate.agent_files import (
     check_tools_file,
     split_reward,
 )
+from npu_port.transpiler.generate.contexts import version_set
 from npu_port.transpiler.generate.render import schemas
 from npu_port.transpiler.generate.schema import OptionError
 from npu_port.transpiler.generate.weave import ADAPTERS, AGENT_SCHEMA_OPTIONS, AgentOptions, WeaveError, weave
@@ -52,6 +53,9 @@ def _agent_options(fn):
               "run_pipeline() hands them to the adapter after training.")
 @click.option("--from", "spec", type=click.Path(path_type=Path, dir_okay=False),
               help="Adapter options from a YAML or JSON file; command-line options win.")
+@click.option("--requirements-out", type=click.Path(path_type=Path, dir_okay=False),
+              help="Also write the pinned Ascend stack the woven code targets (pip requirements, e.g. "
+              "requirements-npu.txt).")
 @click.option("--agent-loop", is_flag=True, help="Put the agent into VERL's rollouts (the script calls "
               "run_ppo): tool agent loop, tools and reward, checkpoint hand-off, evaluation afterwards.")
 @click.option("--tools", type=click.Path(path_type=Path, dir_okay=False, exists=True), metavar="FILE.py",
@@ -64,7 +68,8 @@ def _agent_options(fn):
 @_agent_options
 @_adapter_options
 def weave_command(script: Path, adapter: str, output: Optional[Path], in_place: bool, show_diff: bool,
-                  entry: Optional[str], handoff_dir: Optional[str], spec: Optional[Path], agent_loop: bool,
+                  entry: Optional[str], handoff_dir: Optional[str], spec: Optional[Path],
+                  requirements_out: Optional[Path], agent_loop: bool,
                   tools: Optional[Path], reward: Optional[str], eval_files: Optional[str], **cli_values: Any) -> None:
     """Insert the inference adapter into SCRIPT and wire it to the script's training entry.
 
@@ -92,7 +97,7 @@ def weave_command(script: Path, adapter: str, output: Optional[Path], in_place: 
         raise click.UsageError("--agent-loop writes the sample agent_tools.py and agent_reward.py next to the "
                                "woven script: give -o FILE or --in-place, or name your own with --tools and --reward")
     try:
-        schemas()[ADAPTERS[adapter]].validate(options)
+        values = schemas()[ADAPTERS[adapter]].validate(options)
         source = read_text(script)
         result = weave(source, adapter, options=options, entry=entry, handoff_dir=handoff_dir, agent=agent)
     except OptionError as exc:
@@ -130,6 +135,10 @@ def weave_command(script: Path, adapter: str, output: Optional[Path], in_place: 
         sys.stdout.write(result.source)
     for path, text in companions.items():
         _write_sample(path, text)
+    if requirements_out is not None:
+        write_data(requirements_out, version_set(values).requirements_text().encode("utf-8"), 0o644,
+                   what="--requirements-out")
+        click.echo(f"wrote {requirements_out}", err=True)
 
 
 def _agent_request(tools: Optional[Path], reward: Optional[str], eval_files: Optional[str],

@@ -26,6 +26,7 @@ from npu_port.transpiler.analysis.imports import bindings_of
 from npu_port.transpiler.analysis.literals import is_main_guard
 from npu_port.transpiler.core.files import too_deep_for_this_process
 from npu_port.transpiler.core.python_source import parse_module, syntax_error_message
+from npu_port.transpiler.generate.contexts import version_set
 from npu_port.transpiler.generate.render import python_literal, render_partial, schemas
 from npu_port.transpiler.generate.schema import is_identifier
 
@@ -148,6 +149,7 @@ def _weave_module(module: cst.Module, source: str, adapter: str, options: Option
     new_imports, added = _missing_imports(adapter_imports, existing)
     adapter_body[0] = _spaced(adapter_body[0], 1)
 
+    header = version_set(values).header_lines()
     body = list(module.body)
     insert_at = _after_imports(body)
     guard_at = next((i for i, st in enumerate(body) if is_main_guard(st)), None)
@@ -161,7 +163,7 @@ def _weave_module(module: cst.Module, source: str, adapter: str, options: Option
     new_body: list[cst.BaseStatement] = []
     for i, stmt in enumerate(body):
         if i == insert_at:
-            new_body.extend(_with_marker(new_imports + adapter_body))
+            new_body.extend(_with_marker(new_imports + adapter_body, header))
             stmt = _spaced(stmt)
         if i == guard_at:
             new_body.extend(pipeline_stmts)
@@ -172,7 +174,7 @@ def _weave_module(module: cst.Module, source: str, adapter: str, options: Option
             rewired += n
         new_body.append(stmt)
     if insert_at == len(body):
-        new_body.extend(_with_marker(new_imports + adapter_body))
+        new_body.extend(_with_marker(new_imports + adapter_body, header))
     if guard_at is None:
         new_body.extend(pipeline_stmts)
     out = module.with_changes(body=new_body).code
@@ -436,12 +438,14 @@ def _spaced(stmt: cst.BaseStatement, blank: int = 2) -> cst.BaseStatement:
         return stmt
     return stmt.with_changes(leading_lines=[cst.EmptyLine()] * (blank - leading_blank) + lines)
 
-def _with_marker(statements: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+def _with_marker(statements: list[cst.BaseStatement], header: Sequence[str] = ()) -> list[cst.BaseStatement]:
     if not statements:
         return statements
     first = statements[0]
     lines = [cst.EmptyLine(), cst.EmptyLine(comment=cst.Comment(
         f"{MARKER} (npu-port weave): inference adapter for the training loop below"))]
+    # The version set the woven code was checked against, as every generated file names it.
+    lines += [cst.EmptyLine(comment=cst.Comment(f"# {line}")) for line in header]
     body_lines = [line for line in first.leading_lines if line.comment is not None or line.indent]
     return [first.with_changes(leading_lines=lines + body_lines), *statements[1:]]
 
