@@ -89,3 +89,38 @@ def test_a_key_the_targeted_release_lacks_is_never_added(monkeypatch):
     monkeypatch.setattr(_verl_overrides, "settings", lambda target: (row,))
     engine = Engine(Settings(select=("shell-verl-npu-settings",), extras=True))
     assert engine.convert(LAUNCHER, "run.sh").output is None
+
+
+CONFIG = b"""actor_rollout_ref:
+  actor:
+    ppo_mini_batch_size: 16
+  rollout:
+    name: vllm
+trainer:
+  total_epochs: 1
+"""
+YAML_KEYS = {"actor_rollout_ref.actor.use_torch_compile": "use_torch_compile: false",
+             "actor_rollout_ref.rollout.enable_chunked_prefill": "enable_chunked_prefill: false",
+             "trainer.device": "device: npu"}
+
+
+@pytest.mark.parametrize("version, added", [
+    (None, ["actor_rollout_ref.actor.use_torch_compile", "actor_rollout_ref.rollout.enable_chunked_prefill"]),
+    ("0.6.1", list(YAML_KEYS)),
+    ("0.5.0", []),
+])
+def test_a_config_yaml_gets_what_a_launcher_gets(version, added):
+    """yaml-verl-npu-settings reads the same rows, ranges and conditions as the launcher rules."""
+    options = (("verl_version", (version,)),) if version else ()
+    engine = Engine(Settings(select=("yaml-verl-npu-settings",), extras=True, options_extra=options))
+    out = engine.convert(CONFIG, "grpo.yaml").output
+    text = (out or CONFIG).decode()
+    for key, line in YAML_KEYS.items():
+        assert (line in text) == (key in added), (version, text)
+    if out is not None:
+        assert engine.convert(out, "grpo.yaml").output is None, "converting twice changes nothing"
+
+
+def test_a_config_yaml_is_left_alone_without_extras():
+    out = Engine(Settings()).convert(CONFIG, "grpo.yaml").output
+    assert b"use_torch_compile" not in (out or CONFIG)
