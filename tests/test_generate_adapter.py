@@ -337,3 +337,20 @@ def test_the_sample_tool_computes_and_refuses_code(monkeypatch):
     assert module.TOOLS["calculator"]("2 / 4") == "0.5"
     assert module.calculator("__import__('os').system('x')").startswith("error:")
     assert module.calculator("1 / 0").startswith("error:")
+
+
+def test_the_agent_loop_runs_over_any_base_agent_adapter(monkeypatch):
+    """The agent code calls the BaseAgentAdapter interface: the same loop over an OpenAI-compatible server."""
+    module = load_generated("pipeline", monkeypatch)
+    replies = ['<tool_call>{"name": "add", "arguments": "{\\"a\\": 2, \\"b\\": 3}"}</tool_call>', "#### 5"]
+    sent = []
+
+    def transport(path, payload):
+        sent.append(payload)
+        return {"choices": [{"index": 0, "message": {"role": "assistant", "content": replies.pop(0)}}]}
+
+    server = module.OpenAIServerAdapter("http://h:8000/v1", "m", transport=transport)
+    loop = module.AgentLoop(server, {"add": lambda a, b: a + b}, tool_schemas=[{"type": "function"}])
+    conversation, response = loop.run([{"role": "user", "content": "2 + 3?"}])
+    assert conversation[2] == {"role": "tool", "content": "5"} and response.endswith("#### 5")
+    assert sent[0]["tools"] == [{"type": "function"}] and sent[1]["messages"][-1]["role"] == "tool"

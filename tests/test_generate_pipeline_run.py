@@ -134,6 +134,8 @@ def test_the_generated_pipeline_trains_the_agent_hands_off_in_place_and_evaluate
     assert config["reward"]["custom_reward_function"]["path"] == str(project / "agent_reward.py")
     assert rollout["agent"]["default_agent_loop"] == "tool_agent" and rollout["multi_turn"]["max_assistant_turns"] == 2
     assert ray.calls[0]["resources"] == {"NPU": 8} and ray.calls[0]["_from_run_ppo"]  # VERL started Ray
+    env = ray.calls[0]["runtime_env"]["env_vars"]
+    assert env["HCCL_CONNECT_TIMEOUT"] and env["TOKENIZERS_PARALLELISM"] == "true"  # ours over VERL's defaults
     steps = [e[0] for e in recorder.events]
     # The engine answers the probe, sleeps through training, and takes the new weights in place.
     assert steps[:6] == ["LLM", "generate", "sleep", "ray.init", "ray.shutdown", "wake_up"]

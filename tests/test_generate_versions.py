@@ -106,6 +106,8 @@ def test_requirements_out_writes_the_pins(tmp_path):
     assert result.exit_code == 0, result.output
     lines = req.read_text().splitlines()
     assert "torch-npu==2.10.0.post4" in lines and "vllm-ascend==0.23.0" in lines and "verl==0.9.1" in lines
+    # The extras verl 0.9.1's V1 trainer imports, and the transformers of the set.
+    assert "TransferQueue==0.1.11" in lines and "cachetools" in lines and "transformers==5.5.4" in lines
     assert any("CANN 9.1.0" in line for line in lines)
     result = invoke("generate", "msrl-train", "-o", str(tmp_path / "l.sh"), "--requirements-out", str(req))
     assert result.exit_code == 2 and "drop --requirements-out" in result.output
@@ -117,9 +119,16 @@ def test_requirements_out_writes_the_pins(tmp_path):
 def test_multi_node_without_an_address_joins_the_cluster(kind):
     text = render(kind, schemas()[kind].validate({"nnodes": 2})).main
     assert assigned(text, "ADDED_OVERRIDES")["ray_kwargs.ray_init.address"] == "auto"
-    assert "ray start --head" in text and "ray start --address=HEAD_IP:6379" in text
+    # The header says which: join a cluster started first (with the commands), or start a local Ray.
+    header = ast.get_docstring(ast.parse(text)) or ""
+    assert "ray start --head" in header and "ray start --address=HEAD_IP:6379" in header
+    assert "joins the running cluster" in header
     single = render(kind, schemas()[kind].validate({})).main
     assert assigned(single, "ADDED_OVERRIDES") == {"ray_kwargs.ray_init.resources": {"NPU": 8}}
+    assert "starts a local Ray" in (ast.get_docstring(ast.parse(single)) or "")
+    given = render(kind, schemas()[kind].validate({"nnodes": 2, "ray_address": "10.0.0.1:6379"})).main
+    assert assigned(given, "ADDED_OVERRIDES")["ray_kwargs.ray_init.address"] == "10.0.0.1:6379"
+    assert "given with --ray-address" in (ast.get_docstring(ast.parse(given)) or "")
 
 
 def test_grpo_refuses_one_response_per_prompt():
