@@ -17,8 +17,6 @@ import posixpath
 from collections.abc import Callable, Iterable
 from typing import Any, Optional
 
-import yaml
-
 CONFIG_DIR = "verl/trainer/config/"
 Reader = Callable[[str], Optional[str]]  # path in the tree -> its text, None when absent
 
@@ -46,6 +44,8 @@ def flat_keys(mapping: dict, prefix: str = "") -> dict[str, str]:
 
 
 def _load(read: Reader, path: str) -> dict:
+    import yaml  # only where a checkout's or a wheel's configs are read, not on every run
+
     data = yaml.safe_load(read(path) or "") or {}
     return data if isinstance(data, dict) else {}
 
