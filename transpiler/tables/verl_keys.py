@@ -17,8 +17,6 @@ from functools import cache
 from pathlib import Path
 from typing import Optional
 
-import yaml
-
 from npu_port.transpiler.tables import api_facts, verl_configs
 from npu_port.transpiler.tables.framework_facts import INVENTED_NAMES
 
@@ -174,6 +172,8 @@ def _checkout(option: str) -> Optional[Release]:
             return path.read_text(encoding="utf-8") if path.stat().st_size < _MAX_BYTES else None
         except (OSError, UnicodeDecodeError):
             return None
+
+    import yaml  # a checkout's configs only: a run checked against the snapshots needs no YAML parser
 
     try:
         record = verl_configs.packaged(paths, read)
