@@ -17,8 +17,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Optional
 
-import tomllib
-
 from npu_port.transpiler.core.files import ReadError, read_text
 from npu_port.transpiler.tables import verl_configs, verl_keys
 
@@ -142,6 +140,8 @@ def _pyproject_pins(path: Path) -> Iterator[tuple[str, str]]:
     text = _read(path)
     if not text or "verl" not in text:
         return
+    import tomllib  # only for a pyproject.toml that names verl
+
     try:
         doc = tomllib.loads(text)
     except (tomllib.TOMLDecodeError, ValueError, RecursionError):
