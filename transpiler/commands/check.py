@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import click
-from rich.console import Console
 
 from npu_port.transpiler.check import run_check
 from npu_port.transpiler.check.verl_version import resolve as resolve_verl_version
@@ -17,6 +16,7 @@ from npu_port.transpiler.commands._options import rule_options
 from npu_port.transpiler.commands.config import config_file_options, policy_options, resolve_config
 from npu_port.transpiler.core.config import Source
 from npu_port.transpiler.core.exit_codes import ExitCode
+from npu_port.transpiler.output.console import Console
 from npu_port.transpiler.output.formats import (
     OUTPUT_FORMATS,
     check_exit_code,

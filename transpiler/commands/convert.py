@@ -15,7 +15,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Optional
 
 import click
-from rich.markup import escape
 
 from npu_port.transpiler.bulk.cache import Cache, default_cache_dir
 from npu_port.transpiler.bulk.configured import discover_files, mirror_empty_folders, run_configured
@@ -46,6 +45,7 @@ from npu_port.transpiler.core.files import (
 )
 from npu_port.transpiler.core.report import FileOutcome, Language, findings_to_json
 from npu_port.transpiler.core.settings import Settings
+from npu_port.transpiler.output.console import escape
 from npu_port.transpiler.output.output_files import input_clash, same_file, why_unwritable, write_by_rename
 from npu_port.transpiler.output.progress import reporter_for
 from npu_port.transpiler.output.render import print_findings, print_summary, stderr_console, unified_diff

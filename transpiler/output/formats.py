@@ -14,13 +14,12 @@ from pathlib import Path, PurePath
 from typing import TYPE_CHECKING, Optional
 from urllib.parse import quote
 
-from rich.markup import escape
-
 from npu_port.transpiler import __version__
 from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.core.files import printable
 from npu_port.transpiler.core.registry import rule_specs
 from npu_port.transpiler.core.report import CheckReport, Edit, FileOutcome, Finding, findings_to_json
+from npu_port.transpiler.output.console import Styled, escape
 from npu_port.transpiler.output.render import LONG_HINT
 
 OUTPUT_FORMATS = ("text", "json", "sarif", "github")
@@ -29,9 +28,9 @@ _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 
 if TYPE_CHECKING:
-    # The renderers import rich's console and table (with its fractions and decimal) and html when they
-    # run: `convert` imports this module for its --summary and --report, which most runs do not ask for.
-    from rich.console import Console
+    # The renderers import rich's table (with its fractions and decimal) and html when they run:
+    # `convert` imports this module for its --summary and --report, which most runs do not ask for.
+    from npu_port.transpiler.output.console import Console
 
 
 def _rule_meta(rule_id: str) -> dict:
@@ -46,8 +45,6 @@ def _rule_meta(rule_id: str) -> dict:
 def render_text(console: Console, report: CheckReport, *, statistics: bool = False, strict: bool = False) -> None:
     """Grouped by file, each finding with its source line, fix and hint; then the totals. A long hint is
     printed in full once per rule; later findings with the same one point back to it (JSON keeps all)."""
-    from rich.text import Text
-
     shown_hints: set[tuple[str, str]] = set()
     for outcome in report.outcomes:
         if outcome.status == "failed":
@@ -62,16 +59,16 @@ def render_text(console: Console, report: CheckReport, *, statistics: bool = Fal
             console.print(f"  {f.line}:{f.col}  [{style}]{f.severity}[/]  [bold]{f.rule}[/]  {escape(f.message)}")
             line = report.source_line(f)
             if line.strip():
-                console.print(Text.assemble((f"    {f.line:>5} | ", "dim"), line.rstrip()))
-            # Text objects, not markup: rich's escape() doubles a trailing backslash (a shell continuation).
+                console.print(Styled((f"    {f.line:>5} | ", "dim"), line.rstrip()))
+            # Styled pieces, not markup: rich's escape() doubles a trailing backslash (a shell continuation).
             if f.fix:
-                console.print(Text.assemble("    ", ("fix", "green"), ": ", f.fix))
+                console.print(Styled("    ", ("fix", "green"), ": ", f.fix))
             if f.hint and f.hint != f.fix:
                 if len(f.hint) > LONG_HINT and (f.rule, f.hint) in shown_hints:
-                    console.print(Text.assemble("    ", (f"hint: as for the first {f.rule} finding above", "dim")))
+                    console.print(Styled("    ", (f"hint: as for the first {f.rule} finding above", "dim")))
                 else:
                     shown_hints.add((f.rule, f.hint))
-                    console.print(Text.assemble("    ", (f"hint: {f.hint}", "dim")))
+                    console.print(Styled("    ", (f"hint: {f.hint}", "dim")))
         console.print()
     if statistics:
         render_statistics(console, report.findings)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import time
 from typing import TYPE_CHECKING, Optional
 
-from rich.markup import escape
+from npu_port.transpiler.output.console import escape
 
 if TYPE_CHECKING:
-    from rich.console import Console
+    from npu_port.transpiler.output.console import Console
 
 
 class Reporter:
@@ -33,7 +33,7 @@ class BarReporter(Reporter):
             TextColumn("[bold]converting"), BarColumn(bar_width=20), MofNCompleteColumn(),
             TextColumn("{task.fields[rate]}"), TextColumn("ETA"), TimeRemainingColumn(),
             TextColumn("[dim]{task.fields[current]}"),
-            console=console, transient=True, refresh_per_second=8,
+            console=getattr(console, "rich", console), transient=True, refresh_per_second=8,  # a bar is rich's
         )
         self._task = None
         self._started = 0.0

@@ -5,10 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterable
 
-from rich.console import Console
-from rich.markup import escape
-
 from npu_port.transpiler.core.report import FileOutcome
+from npu_port.transpiler.output.console import Console, escape
 
 _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 # Characters: a hint longer than this is printed in full once per rule in text output (JSON keeps all).
