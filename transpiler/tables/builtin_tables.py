@@ -363,7 +363,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                    'hint': 'HCCL reads HCCL_ASYNC_ERROR_HANDLING'}]},
     ),
     ('ascend', 'framework_settings'): (
-        'dbeab637a0325ca3f7c1ca6015d5e67f',
+        'd3fefab4ae1af92d2ae77826faae9b0e',
         {'verl_overrides': [{'key': 'actor_rollout_ref.actor.use_torch_compile',
                              'value': 'False',
                              'action': 'add',
@@ -467,7 +467,81 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                   'value': '1',
                   'action': 'leave',
                   'source': ['volcengine/verl examples/grpo_trainer/run_qwen3_4b_grpo_vllm_1k_npu.sh:13 @ b178a3cd56f5'],
-                  'why': 'Tuning (core binding; 2 of the 24 launchers).'}]},
+                  'why': 'Tuning (core binding; 2 of the 24 launchers).'}],
+         'vllm_engine_args': [{'key': 'distributed_executor_backend',
+                               'value': 'mp',
+                               'action': 'leave',
+                               'source': ['vllm-project/vllm-ascend '
+                                          'docs/source/user_guide/feature_guide/pipeline_parallel.md @ 182b75ea84 (an MP '
+                                          'and a Ray multi-node deployment, both documented)',
+                                          'vllm-project/vllm-ascend docs/source/tutorials/features/ray.md @ 182b75ea84 '
+                                          '(`vllm serve ... --distributed-executor-backend ray` across nodes)',
+                                          {'vllm-project/vllm-ascend#3710 (maintainer, 2025-12-15, v0.11.0rc3': 'the Ray '
+                                                                                                                'executor '
+                                                                                                                'supports '
+                                                                                                                'DP + EP + '
+                                                                                                                'ACL '
+                                                                                                                'graph, '
+                                                                                                                '"we '
+                                                                                                                'currently '
+                                                                                                                'recommend '
+                                                                                                                'to use mp '
+                                                                                                                'executor")'},
+                                          'vllm-project/vllm-ascend#287 /',
+                                          'volcengine/verl verl/workers/rollout/vllm_rollout/vllm_async_server.py:268 @ '
+                                          'b178a3cd56f5 (VERL\'s server always passes "mp")'],
+                               'why': 'No vLLM-Ascend release requires mp or forbids ray: its docs deploy both (mp in the '
+                                      'single-node offline examples, ray across nodes), and its maintainers only recommend '
+                                      'mp. `ray` with vLLM-Ascend needs the Ray cluster to see NPUs, which the Ray rules '
+                                      'port (resources and placement-group bundles); `LLM(...)`, `EngineArgs` and '
+                                      '`--distributed-executor-backend` keep their value, and VERL has no key for it.'}]},
+    ),
+    ('ascend', 'megatron_flags'): (
+        '949984dd3bf556c04cafade361bf8192',
+        {'rows': [{'option': '--apply-rope-fusion',
+                   'key': 'apply_rope_fusion',
+                   'severity': 'info',
+                   'what': "Apex's / Transformer Engine's fused RoPE kernel",
+                   'setting': "MindSpeed's NPU-fused RoPE is --use-fused-rotary-pos-emb (with --position-embedding-type "
+                              "rope); with it MindSpeed keeps apply_rope_fusion only where Apex's "
+                              'fused_apply_rotary_pos_emb imports, else turns it off',
+                   'source': ['Ascend/MindSpeed docs/zh/features/rotary-embedding.md @ 028de58c',
+                              'Ascend/MindSpeed mindspeed/core/fusions/fused_rope.py:16-23,103-110 @ 028de58c (apex '
+                              'import, reset to False)',
+                              'Ascend/MindSpeed mindspeed/features_manager/fusions/fused_rope.py @ 028de58c (patches only '
+                              'with --use-fused-rotary-pos-emb)']},
+                  {'option': '--tp-comm-overlap',
+                   'key': 'tp_comm_overlap',
+                   'severity': 'warning',
+                   'what': "Transformer Engine's userbuffer overlap of tensor-parallel communication, which MindSpeed "
+                           'turns off',
+                   'setting': "MindSpeed's overlap of TP communication with the matmuls is --use-ascend-mc2 (with "
+                              '--sequence-parallel) or --use-ascend-coc',
+                   'source': ['Ascend/MindSpeed mindspeed/arguments.py:695-696 @ 028de58c (args.tp_comm_overlap = False)',
+                              'Ascend/MindSpeed docs/zh/features/mc2.md, communication-over-computation.md @ 028de58c']},
+                  {'option': '--transformer-impl',
+                   'value': 'transformer_engine',
+                   'unless': '--use-flash-attn',
+                   'severity': 'warning',
+                   'what': "MindSpeed's Transformer Engine path needs --use-flash-attn (and mcore models)",
+                   'setting': 'add --use-flash-attn, or use --transformer-impl local',
+                   'source': ['Ascend/MindSpeed docs/zh/features/transformer_engine.md @ 028de58c '
+                              '("使用transformer_engine时需同时开启--use-flash-attn"; "仅支持mcore models")',
+                              'Ascend/MindSpeed docs/zh/user-guide/quickstart.md @ 028de58c (--transformer-impl local)']}],
+         'supported': [{'option': '--use-flash-attn',
+                        'source': 'Ascend/MindSpeed docs/zh/features/flash-attention.md @ 028de58c (npu_fusion_attention)'},
+                       {'option': '--gradient-accumulation-fusion',
+                        'source': 'Ascend/MindSpeed docs/zh/features/npu_matmul_add.md @ 028de58c (on unless '
+                                  '--no-gradient-accumulation-fusion; off with --fp16, arguments.py:866)'},
+                       {'option': '--masked-softmax-fusion',
+                        'source': 'Ascend/MindSpeed mindspeed/core/transformer/dot_product_attention.py:100 @ 028de58c '
+                                  '(scaled_masked_softmax_fusion)'},
+                       {'option': '--use-fused-rmsnorm',
+                        'source': 'Ascend/MindSpeed docs/zh/features/rms_norm.md @ 028de58c'},
+                       {'option': '--use-fused-swiglu', 'source': 'Ascend/MindSpeed docs/zh/features/swiglu.md @ 028de58c'},
+                       {'option': '--transformer-impl transformer_engine',
+                        'source': "Ascend/MindSpeed docs/zh/features/transformer_engine.md @ 028de58c (MindSpeed's own TE "
+                                  'modules; with --use-flash-attn, above)'}]},
     ),
     ('ascend', 'portable_torch'): (
         '37ed640d6511deae7fd904cf5d533932',
@@ -849,6 +923,30 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                      'CPU_AFFINITY_CONF',
                      'VLLM_ASCEND_*'],
          'never_forward': ['ASCEND_RT_VISIBLE_DEVICES']},
+    ),
+    ('ascend', 'sglang'): (
+        'a3e7cffb065e19da8d9bde0adc759f60',
+        {'server_modules': ['sglang.launch_server'],
+         'device_options': ['--device'],
+         'attention_options': ['--attention-backend', '--prefill-attention-backend', '--decode-attention-backend'],
+         'ascend_attention_backend': 'ascend',
+         'cuda_attention_backends': ['triton',
+                                     'fa3',
+                                     'fa4',
+                                     'flashinfer',
+                                     'flashmla',
+                                     'cutlass_mla',
+                                     'trtllm_mla',
+                                     'trtllm_mha',
+                                     'cutedsl_mla',
+                                     'tokenspeed_mla',
+                                     'dual_chunk_flash_attn',
+                                     'hpc_ops',
+                                     'minicpm_flashattn',
+                                     'minicpm_flashinfer'],
+         'verl_attention_keys': ['actor_rollout_ref.rollout.engine_kwargs.sglang.attention_backend',
+                                 'actor_rollout_ref.rollout.engine_kwargs.sglang.prefill_attention_backend',
+                                 'actor_rollout_ref.rollout.engine_kwargs.sglang.decode_attention_backend']},
     ),
     ('ascend', 'shell'): (
         '149d501d92af02514a0fd518222d00f8',
