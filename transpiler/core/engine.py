@@ -20,6 +20,7 @@ from npu_port.transpiler.core.report import FileOutcome, Language, Status
 from npu_port.transpiler.core.rule_catalog import RuleLike, RuleSpec, as_spec
 from npu_port.transpiler.core.rules import FileContext, Rule, RunOptions
 from npu_port.transpiler.core.settings import Settings
+from npu_port.transpiler.text.yaml_code import without_comments
 
 
 @dataclass
@@ -121,6 +122,8 @@ class Engine:
         hit, user_name = self._triggered_specs(data, language)
         if not hit and not user_name:
             return []
+        if language == "yaml" and not self._user_names and not self._triggered_outside_comments(data):
+            return []
         if language != "python" or self._user_names:
             return [s.load() for s in specs]  # user tables may name anything: their rules have no scouts of their own
         # A rule whose own triggers are absent does nothing (tests/test_property_prefilter.py), whichever
@@ -130,6 +133,19 @@ class Engine:
         if not wanted:
             return []
         return [s.load() for s in specs if s in wanted or s.FOLLOWS_CHANGES]
+
+    def _triggered_outside_comments(self, data: bytes) -> bool:
+        """YAML: whether a trigger occurs outside the file's comments, where its keys and values are
+        (True where libyaml cannot tell: the file is loaded as before). The rules act on keys and
+        values only, so a trigger in a comment alone lets no rule act (benchmarks/check_prefilter_exact.py)."""
+        try:
+            text = source_text(data, "yaml")
+        except ReadError:
+            return True  # the conversion reports it
+        code = without_comments(text)
+        if code is None or code is text:
+            return True
+        return bool(self._triggered_specs(code.encode("utf-8"), "yaml")[0])
 
     def _triggered_specs(self, data: bytes, language: Language) -> tuple[list[RuleSpec], bool]:
         triggers = self._triggers.get(language)
