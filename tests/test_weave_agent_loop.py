@@ -20,7 +20,7 @@ import yaml
 from click.testing import CliRunner
 
 from npu_port.transpiler.cli import cli
-from npu_port.transpiler.generate.weave import AgentOptions, weave
+from npu_port.transpiler.generate.weave import AgentOptions, WeaveError, weave
 
 pytest.importorskip("hydra")
 pytest.importorskip("omegaconf")
@@ -301,3 +301,20 @@ def test_cli_refusals(tmp_path, args, message):
     result = _weave(script, *[a.format(**paths) for a in args])
     assert result.exit_code != 0 and message in result.output, result.output
     assert not (tmp_path / "out.py").exists() and not (tmp_path / "agent_tools.py").exists()
+
+
+def test_cli_diff_shows_the_samples_and_writes_nothing(tmp_path):
+    script = tmp_path / "launcher.py"
+    script.write_text(LAUNCHER.read_text())
+    result = _weave(script, "--agent-loop", "--diff")
+    assert result.exit_code == 0, result.output
+    assert "+    run_ppo(with_agent_loop(config), task_runner_class=TaskRunnerV1)" in result.output
+    assert f"+++ b/{str(tmp_path / 'agent_tools.py').lstrip('/')}" in result.output and "+def compute_score(" in result.output
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["launcher.py"] and script.read_text() == LAUNCHER.read_text()
+
+
+def test_a_script_woven_without_the_agent_loop_is_not_taken_for_one(tmp_path):
+    plain = weave(LAUNCHER.read_text()).source
+    with pytest.raises(WeaveError, match="already woven without --agent-loop"):
+        weave(plain, agent=AgentOptions())
+    assert weave(weave(LAUNCHER.read_text(), agent=AgentOptions()).source).changed is False

@@ -120,6 +120,9 @@ def weave(source: str, adapter: str = "vllm", *, options: Optional[Mapping[str, 
 def _weave_module(module: cst.Module, source: str, adapter: str, options: Optional[Mapping[str, Any]],
                   entry: Optional[str], handoff_dir: Optional[str], agent: Optional[AgentOptions]) -> WeaveResult:
     if MARKER in source or _defines(module, {"BaseAgentAdapter", "VLLMAdapter"}):
+        if agent is not None and not _defines(module, {AGENT_WRAPPER}):
+            raise WeaveError("the script is already woven without --agent-loop (the adapter alone); weave the "
+                             "script it was woven from with --agent-loop")
         return WeaveResult(source, False, note="already woven: the marker or the adapter classes are present")
 
     kind = ADAPTERS[adapter]
