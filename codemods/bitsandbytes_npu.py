@@ -7,6 +7,7 @@ from typing import Any, Optional
 
 import libcst as cst
 
+from npu_port.codemods._device_agnostic import DeviceAgnostic, parenthesized
 from npu_port.transpiler.analysis.literals import has_star_args, keyword, string_value
 from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables.mapping import load_table
@@ -50,7 +51,9 @@ class BitsAndBytesNpu(PythonRule):
                            bnb_4bit_use_double_quant=True)                      bnb_4bit_use_double_quant=False)
 
     With --keep-cuda:
-        The flag is kept (double quantisation works on GPUs) and reported as a line to port by hand.
+        bnb_4bit_use_double_quant=True  ->  bnb_4bit_use_double_quant=not hasattr(torch, "npu")
+        (on where the GPU is, off on the NPU; a verl file tests `is_npu_available`, a vLLM one its
+        platform's device type, as docs/keep-cuda.md says)
 
     Fix safety:
         Review: without double quantisation the quantisation constants stay 32-bit, about 0.4 bits a
@@ -104,14 +107,25 @@ class BitsAndBytesNpu(PythonRule):
         if arg is None:
             return updated
         flag = _bool(arg.value)
+        if flag is None and "npu" in self.ctx.module.code_for_node(arg.value):
+            return updated  # decided by a device test already (--keep-cuda writes `not hasattr(torch, "npu")`)
         if flag is None:
             self.report(arg, f"BitsAndBytesConfig({name}=...): bitsandbytes' Ascend backend has no double "
                         "quantisation", severity="info", hint=f"{name}={row['npu_value']} on the NPU; {hint}")
             return updated
         if flag is False:
             return updated
-        new_args = [a.with_changes(value=cst.Name(row["npu_value"])) if a.keyword is not None
-                    and a.keyword.value == name else a for a in updated.args]
-        return self.rewrite(original, updated, updated.with_changes(args=new_args),
+        def with_value(value: cst.BaseExpression) -> cst.Call:
+            return updated.with_changes(args=[a.with_changes(value=value) if a.keyword is not None
+                                              and a.keyword.value == name else a for a in updated.args])
+
+        def off_on_npu() -> cst.Call:
+            # --keep-cuda: double quantisation stays on GPUs and is off where the NPU is (`not hasattr(torch,
+            # "npu")`, or the file's framework's own test), which is all the NPU backend lacks.
+            is_npu = DeviceAgnostic.of(self.ctx).is_npu()
+            if isinstance(is_npu, cst.Comparison):
+                is_npu = parenthesized(is_npu)
+            return with_value(cst.UnaryOperation(operator=cst.Not(), expression=is_npu))
+        return self.rewrite(original, updated, with_value(cst.Name(row["npu_value"])),
                             f"{name}=True -> {row['npu_value']} (no double quantisation in bitsandbytes' "
-                            "Ascend backend)")
+                            "Ascend backend)", portable=off_on_npu)
