@@ -5,12 +5,19 @@ current and builds two position objects per node; with a changed file that costs
 rest of its conversion. Here code generation only records token indices, and the nodes actually
 asked about get lines and columns afterwards. The
 ranges are the same as PositionProvider's (tests compare them node by node).
+
+Most files with a finding need the positions of a few nodes in a few statements, so
+`StatementLocations` generates only the top-level statements that hold a node asked about, each
+placed where the source has it (see there); `NodeLocations` generates the whole module.
 """
 
 from __future__ import annotations
 
+import ast
 import re
+import warnings
 from bisect import bisect_right
+from collections.abc import Mapping
 from itertools import accumulate
 from typing import Optional
 
@@ -85,3 +92,82 @@ class NodeLocations:
         if span is None:
             return None
         return CodeRange(self._position(self._offsets[span[0]]), self._position(self._offsets[span[1]]))
+
+
+class StatementLocations:
+    """The positions NodeLocations gives, from the code of one top-level statement at a time.
+
+    `top_of` maps the id of every node the engine's walk met to the top-level statement it lies in.
+    A statement's code starts at the first line of its leading blank and comment lines (LibCST's
+    `leading_lines`), which is its first line in CPython's `ast` (a decorated definition's first
+    decorator) less that many lines; the statement is used only where its generated code is exactly
+    the source text there, so the offsets are the ones the whole module's code would give. A node no
+    statement places (the module itself, its header and footer lines, a statement this cannot place:
+    a file without a final newline, a BOM, syntax CPython's parser refuses) gets NodeLocations'
+    position, generated once for the whole module as before."""
+
+    def __init__(self, module: cst.Module, text: str, top_of: Mapping[int, cst.CSTNode]):
+        self._module = module
+        self._text = text
+        self._top_of = top_of
+        self._starts: Optional[dict[int, int]] = None  # id(statement) -> offset of its code in the text
+        self._placed: dict[int, Optional[tuple[dict[int, tuple[int, int]], list[int]]]] = {}
+        self._line_starts: list[int] = []
+        self._whole: Optional[NodeLocations] = None
+
+    def get(self, node: cst.CSTNode) -> Optional[CodeRange]:
+        top = self._top_of.get(id(node))
+        placed = self._place(top) if top is not None else None
+        span = placed[0].get(id(node)) if placed is not None else None
+        if span is None or placed is None:
+            if self._whole is None:
+                self._whole = NodeLocations(self._module)
+            return self._whole.get(node)
+        offsets = placed[1]
+        return CodeRange(self._position(offsets[span[0]]), self._position(offsets[span[1]]))
+
+    def _position(self, offset: int) -> CodePosition:
+        line = bisect_right(self._line_starts, offset)
+        return CodePosition(line, offset - self._line_starts[line - 1])
+
+    def _place(self, statement: cst.CSTNode):
+        key = id(statement)
+        if key in self._placed:
+            return self._placed[key]
+        if self._starts is None:
+            self._line_starts = [0] + [m.end() for m in _NEWLINE.finditer(self._text)]
+            self._starts = _statement_starts(self._module, self._text, self._line_starts)
+        start = self._starts.get(key)
+        placed = None
+        if start is not None:
+            state = _OffsetState(self._module)
+            statement._codegen(state)
+            code = "".join(state.tokens)
+            if code and self._text.startswith(code, start):
+                placed = (state.spans, list(accumulate(map(len, state.tokens), initial=start)))
+        self._placed[key] = placed
+        return placed
+
+
+def _statement_starts(module: cst.Module, text: str, line_starts: list[int]) -> dict[int, int]:
+    """id(top-level statement) -> where its code (leading lines included) starts in `text`, from the
+    first line CPython's `ast` gives it; {} where that parser refuses the text. A line of `a; b` is
+    one LibCST statement and two `ast` ones."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # invalid escapes and the like: nothing to say here
+        try:
+            body = ast.parse(text).body
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+            return {}
+    starts: dict[int, int] = {}
+    i = 0
+    for statement in module.body:
+        if i >= len(body):
+            break
+        first = body[i]
+        i += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
+        line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", ()))])
+        index = line - 1 - len(statement.leading_lines)
+        if 0 <= index < len(line_starts):
+            starts[id(statement)] = line_starts[index]
+    return starts

@@ -90,11 +90,19 @@ class _Dispatcher(cst.CSTTransformer):
         # Nodes found to be dispatch code before the walk reaches them: `if`s beside one that handles the
         # NPU, registration keys, parameter defaults the function dispatches on, third-party cuda= flags.
         self._marked: dict[int, Guard] = {}
+        self._tops: frozenset[int] = frozenset()  # ids of the module's top-level statements
+        self._top: Optional[cst.CSTNode] = None  # the one being walked through
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         kind = type(node)
         if kind in _SCOPE_TYPES:
             self._ctx.imports.enter(node)
+            if kind is cst.Module:
+                self._tops = frozenset(id(s) for s in node.body)  # type: ignore[attr-defined]
+        if id(node) in self._tops:
+            self._top = node
+        if self._top is not None:
+            self._ctx.top_statements.setdefault(id(node), self._top)  # the first place a node is met, as codegen's
         if kind in _PATCH_TYPES:
             targets = _patch_targets(node)
             for target in targets:

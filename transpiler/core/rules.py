@@ -28,7 +28,7 @@ from npu_port.transpiler.analysis.dispatch import (
     nvidia_stack_guard,
 )
 from npu_port.transpiler.analysis.imports import ImportTable
-from npu_port.transpiler.analysis.locations import NodeLocations
+from npu_port.transpiler.analysis.locations import StatementLocations
 from npu_port.transpiler.core.report import Finding, FindingKind, Severity
 
 if TYPE_CHECKING:
@@ -163,7 +163,10 @@ class PythonContext(FileContext):
         super().__init__(path, text, options)
         self.module = module
         self.imports = ImportTable()
-        self._positions = None
+        self._positions: Optional[StatementLocations] = None
+        # id(node) -> the top-level statement it lies in, filled by the engine's walk: positions are
+        # generated for those statements alone (analysis/locations.StatementLocations).
+        self.top_statements: dict[int, cst.CSTNode] = {}
         # Findings whose line is only known once positions are computed: (node, Finding-kwargs).
         self._pending: list[tuple[cst.CSTNode, dict]] = []
         # Which device-dispatch shapes the text can hold (analysis/dispatch), and the nodes inside one,
@@ -198,7 +201,7 @@ class PythonContext(FileContext):
         # Computed once per file and only when a rule needs a line: most parsed files need it,
         # but never before the first change or finding.
         if self._positions is None:
-            self._positions = NodeLocations(self.module)
+            self._positions = StatementLocations(self.module, self.text, self.top_statements)
         return self._positions.get(node)
 
     def is_patched(self, node: cst.CSTNode) -> bool:

@@ -1,0 +1,72 @@
+"""Positions generated one top-level statement at a time equal the whole module's (NodeLocations,
+itself held equal to LibCST's PositionProvider by tests/test_bulk_locations.py), node by node, and a
+file whose asked nodes lie in a few statements is not generated whole."""
+
+from __future__ import annotations
+
+import libcst as cst
+import pytest
+from test_bulk_locations import SOURCES
+
+from npu_port.transpiler.analysis.locations import NodeLocations, StatementLocations
+from npu_port.transpiler.core.engine import Engine
+from npu_port.transpiler.core.settings import Settings
+
+MORE = [
+    b"\xef\xbb\xbfimport torch\nx = 1\n",  # a BOM: the text has one character more than the code
+    b"import torch; x = torch.zeros(1).cuda(); y = 2\n\n\n# c\n@a\n# between\n@b(\n  1)\nclass C: pass\n",
+    b"(\n    torch.cuda\n).synchronize()\nz = 1\n",
+    b"# header\n\n# more\nimport torch\nif x:\n    pass\n# trailing comment\n",
+    b"x = 1\r\ny = '''a\r\nb'''\r\nz = 2\n",
+    b"x = 1\ry = 2\r",  # old Mac line ends
+    b"def f():\n    return 1\n\n\n\n",
+    b"print(f'{x!r}')\nasync def g():\n    async with a as b:\n        await b\n",
+]
+
+
+class _Tops(cst.CSTVisitor):
+    """The engine's map (python_source._Dispatcher): each node to the top-level statement it lies in."""
+
+    def __init__(self, module: cst.Module):
+        self.top_of: dict[int, cst.CSTNode] = {}
+        self.nodes: list[cst.CSTNode] = []
+        self._tops = {id(s) for s in module.body}
+        self._top = None
+
+    def on_visit(self, node):
+        if id(node) in self._tops:
+            self._top = node
+        if self._top is not None:
+            self.top_of.setdefault(id(node), self._top)
+        self.nodes.append(node)
+        return True
+
+
+@pytest.mark.parametrize("data", SOURCES + MORE, ids=range(len(SOURCES) + len(MORE)))
+def test_statement_positions_equal_the_whole_modules(data):
+    module = cst.parse_module(data)
+    tops = _Tops(module)
+    module.visit(tops)
+    text = data.decode(module.encoding, errors="replace")
+    whole = NodeLocations(module)
+    ours = StatementLocations(module, text, tops.top_of)
+    for node in tops.nodes:
+        assert ours.get(node) == whole.get(node), (type(node).__name__, data[:60])
+
+
+def test_a_node_in_one_statement_generates_that_statement_only():
+    data = b"import torch\n\n\ndef f(x):\n    return x.cuda()\n\n\nclass C:\n    y = 1\n"
+    module = cst.parse_module(data)
+    tops = _Tops(module)
+    module.visit(tops)
+    call = next(n for n in tops.nodes if isinstance(n, cst.Call))
+    ours = StatementLocations(module, data.decode(), tops.top_of)
+    assert ours.get(call) == NodeLocations(module).get(call)
+    assert ours._whole is None and len([p for p in ours._placed.values() if p]) == 1
+
+
+def test_the_engines_walk_gives_the_map():
+    data = b"import torch\n\nx = torch.zeros(1).cuda()\n"
+    result = Engine(Settings()).convert(data, "m.py")
+    lines = {f.line for f in result.outcome.findings if f.rule == "tensor-cuda-method"}
+    assert lines == {3}
