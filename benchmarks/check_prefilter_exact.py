@@ -32,7 +32,7 @@ def check(tree: Path, settings: Settings) -> int:
         counts["files"] += 1
         hit, user_name = scouted.triggered(data, language)
         counts["triggered"] += bool(hit or user_name)
-        counts["parsed"] += bool(scouted.needs_parse(data, language))
+        counts["parsed"] += bool(scouted.needs_parse(data, language, str(path)))
         a = scouted.convert(data, str(path), language)
         b = unfiltered.convert(data, str(path), language)
         if b.outcome.status == "failed":

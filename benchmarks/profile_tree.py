@@ -12,7 +12,8 @@ without the profiler, and the `total` line the unprofiled conversion.
   prefilter     Engine.needs_parse: the trigger search, the lexical scan and the scouts of every file
   parse         python_source.parse_module: LibCST's parse of the files the scouts let through
   dispatch      analysis.dispatch.code: source text rendered from nodes for the device-dispatch tests
-  positions     analysis.locations.NodeLocations: line numbers from a second code generation
+  positions     analysis.locations: line numbers from a second code generation (of the statements
+                asked about, or of the whole module)
   emit          cst.Module.code of the converted modules
   yaml          ruamel's round-trip load of the YAML files a trigger lets through
   rules         the rest of the Python pass: the rules' visits, the walk, the analysis
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import inspect
 import pstats
 import sys
 import time
@@ -46,10 +48,18 @@ PHASES = {
     "prefilter": [("transpiler/core/engine.py", "needs_parse")],
     "parse": [("transpiler/core/python_source.py", "parse_module")],
     "dispatch": [("transpiler/analysis/dispatch.py", "code")],
-    "positions": [("transpiler/analysis/locations.py", "__init__")],
+    "positions": [("transpiler/analysis/locations.py", "__init__"), ("transpiler/analysis/locations.py", "_place")],
     "emit": [("libcst/_nodes/module.py", "code")],
     "yaml": [("transpiler/text/yaml_edit.py", "_load_all")],
 }
+
+
+def _parses(engine: Engine, data: bytes, language: str, path: str) -> bool:
+    """Whether the prefilter lets the file through, given its path where the checkout's engine takes
+    one (scouts decline some files by path; a checkout from before that has no such argument)."""
+    if "path" in inspect.signature(engine.needs_parse).parameters:
+        return bool(engine.needs_parse(data, language, path))
+    return bool(engine.needs_parse(data, language))
 
 
 def _inclusive(stats: pstats.Stats, suffix: str, name: str) -> float:
@@ -104,8 +114,10 @@ def profile(tree: Path, save: Path | None) -> None:
     python_pass = _inclusive(stats, "transpiler/core/python_source.py", "convert_python") / whole
     shares["rules"] = max(0.0, python_pass - shares["parse"] - shares["dispatch"] - shares["positions"]
                           - shares["emit"])
-    parsed = sum(1 for _, data, language in files if language == "python" and engine.needs_parse(data, language))
-    print(f"== {tree.name}: {len(files)} files, {parsed} Python files parsed, {len(changed)} changed")
+    parsed = sum(1 for p, data, language in files if language == "python" and _parses(engine, data, language, str(p)))
+    loaded = sum(1 for p, data, language in files if language == "yaml" and _parses(engine, data, language, str(p)))
+    print(f"== {tree.name}: {len(files)} files, {parsed} Python files parsed, {loaded} YAML files loaded, "
+          f"{len(changed)} changed")
     print(f"  {'total':<10} {total:7.2f} s cpu (unprofiled)")
     print(f"  {'floor':<10} {floor:7.2f} s cpu (round trip of the changed Python files)")
     for phase, share in shares.items():
