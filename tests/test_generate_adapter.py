@@ -7,6 +7,7 @@ against the real package by test_generate.py (conformance).
 
 from __future__ import annotations
 
+import os
 import sys
 import types
 from dataclasses import dataclass, field
@@ -190,8 +191,11 @@ def test_parallel_settings_reach_the_engine_constructor(monkeypatch):
             captured.update(kwargs)
 
     module.LLM = RecordingLLM
+    monkeypatch.setenv("VLLM_ALLOW_INSECURE_SERIALIZATION", "")  # absent here, restored at teardown
+    monkeypatch.delenv("VLLM_ALLOW_INSECURE_SERIALIZATION")
     _ = module.VLLMAdapter("m").engine
     assert captured["tensor_parallel_size"] == 4 and captured["pipeline_parallel_size"] == 2
+    assert "VLLM_ALLOW_INSECURE_SERIALIZATION" not in os.environ  # only the in-place hand-off needs it
     assert captured["distributed_executor_backend"] == "ray"
     assert "device" not in captured and "npu_memory_utilization" not in captured
 
@@ -354,3 +358,20 @@ def test_the_agent_loop_runs_over_any_base_agent_adapter(monkeypatch):
     conversation, response = loop.run([{"role": "user", "content": "2 + 3?"}])
     assert conversation[2] == {"role": "tool", "content": "5"} and response.endswith("#### 5")
     assert sent[0]["tools"] == [{"type": "function"}] and sent[1]["messages"][-1]["role"] == "tool"
+
+
+def test_the_in_place_engine_may_receive_the_reload_function(monkeypatch):
+    """vLLM's engine process refuses a function in collective_rpc unless VLLM_ALLOW_INSECURE_SERIALIZATION
+    is set when it starts (vllm/v1/serial_utils.py): the engine built for the in-place hand-off has it."""
+    module = load_generated("vllm-infer", monkeypatch)
+    monkeypatch.setenv("VLLM_ALLOW_INSECURE_SERIALIZATION", "")  # so that teardown removes what the adapter sets
+    monkeypatch.delenv("VLLM_ALLOW_INSECURE_SERIALIZATION")
+    seen = {}
+
+    class RecordingLLM:
+        def __init__(self, **kwargs):
+            seen.update(kwargs, env=os.environ.get("VLLM_ALLOW_INSECURE_SERIALIZATION"))
+
+    module.LLM = RecordingLLM
+    _ = module.VLLMAdapter("m", enable_sleep_mode=True).engine
+    assert seen["enable_sleep_mode"] is True and seen["env"] == "1"

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 from test_generate_ray_init import MAIN_PPO, _fake_verl
-from test_weave_agent_loop import FakeLLM, Recorder
+from test_weave_agent_loop import FakeLLM, Recorder, keep_env
 
 from npu_port.transpiler.generate.render import render, schemas
 
@@ -99,6 +99,7 @@ def pipeline(tmp_path, monkeypatch):
 
 
 def _stub_agent_packages(monkeypatch, recorder):
+    keep_env(monkeypatch)
     registry = {}
 
     def function_tool(fn):

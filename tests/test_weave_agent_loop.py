@@ -10,6 +10,7 @@ registers tools as verl 0.9.1 does. Nothing of the real VERL or vLLM is imported
 from __future__ import annotations
 
 import json
+import os
 import runpy
 import sys
 import types
@@ -51,12 +52,21 @@ class Recorder:
         self.write_checkpoint = True
 
 
+def keep_env(monkeypatch) -> None:
+    """What the adapter sets in os.environ before building an engine is undone after the test."""
+    for name in ("VLLM_ALLOW_INSECURE_SERIALIZATION", "VLLM_WORKER_MULTIPROC_METHOD"):
+        monkeypatch.setenv(name, "")
+        monkeypatch.delenv(name)
+
+
 class FakeLLM:
     """vllm.LLM as the adapter drives it: answers with a tool call, then with the tool's result."""
 
     def __init__(self, recorder, **kwargs):
         self.recorder = recorder
         recorder.events.append(("LLM", kwargs["model"], kwargs["enable_sleep_mode"]))
+        # The in-place hand-off's function reaches vLLM's engine process only with this set at start.
+        assert os.environ.get("VLLM_ALLOW_INSECURE_SERIALIZATION") == ("1" if kwargs["enable_sleep_mode"] else None)
         self.turn = 0
 
     def generate(self, prompts, sampling_params=None, use_tqdm=True):
@@ -91,6 +101,8 @@ class FakeLLM:
 
 def _stub_packages(monkeypatch, recorder):
     from omegaconf import OmegaConf
+
+    keep_env(monkeypatch)
 
     def module(name, **attrs):
         mod = types.ModuleType(name)
