@@ -52,16 +52,18 @@ def transform(node: cst.CSTNode, visitor: cst.CSTTransformer) -> Result:
     if visitor.on_visit(node):
         for name in _FIELDS.get(type(node)) or _child_fields(type(node)):
             value = getattr(node, name)
-            if isinstance(value, cst.CSTNode):
-                new = transform(value, visitor)
-                if new is not value:
-                    changes = changes or {}
-                    changes[name] = new  # a sentinel here fails validation, as LibCST's visit_required does
-            elif type(value) is tuple or type(value) is list:
+            # Sequences first: CSTNode is an ABC, and its first isinstance answer for `tuple` walks every
+            # node class (about 4 ms of a one-file run).
+            if type(value) is tuple or type(value) is list:
                 items = _transform_sequence(value, visitor)
                 if items is not None:
                     changes = changes or {}
                     changes[name] = items
+            elif isinstance(value, cst.CSTNode):
+                new = transform(value, visitor)
+                if new is not value:
+                    changes = changes or {}
+                    changes[name] = new  # a sentinel here fails validation, as LibCST's visit_required does
     updated = node.with_changes(**changes) if changes else node
     return visitor.on_leave(node, updated)
 
