@@ -79,3 +79,29 @@ def test_out_names_the_folder_and_output_the_file(tmp_path):
     assert result.exit_code == 2 and "not both" in result.output
     result = CliRunner().invoke(cli, [*base, str(SCRIPT)])
     assert result.exit_code == 2 and "--out DIR" in result.output
+
+
+AGENT_LAUNCHER = ROOT / "fixtures" / "pipeline" / "verl_agent_launcher_gpu.py"
+
+
+def test_agent_loop_weaves_the_agent_into_a_project_launcher(tmp_path):
+    out = tmp_path / "npu" / "launcher_npu.py"
+    result = _pipeline(AGENT_LAUNCHER, out, "--agent-loop")
+    assert result.exit_code == 0, result.output
+    assert "1 script: 1 written, 0 failed" in result.output  # the samples are not counted as scripts
+    code = out.read_text()
+    assert "run_ppo(with_agent_loop(config))" in code and 'config.trainer.device = "npu"' in code
+    assert not forbidden_imports(ast.parse(code), ("agentic_rl", "opencode"))
+    assert sorted(p.name for p in out.parent.iterdir()) == ["agent_reward.py", "agent_tools.py", "launcher_npu.py"]
+    # Stable: the pipeline over its own output changes nothing, and keeps an edited sample.
+    (out.parent / "agent_reward.py").write_text("def compute_score(*args):\n    return 0.0\n")
+    again = tmp_path / "npu" / "again.py"
+    assert _pipeline(out, again, "--agent-loop").exit_code == 0
+    assert again.read_text() == code and "return 0.0" in (out.parent / "agent_reward.py").read_text()
+
+
+def test_agent_loop_on_a_script_without_run_ppo_writes_nothing(tmp_path):
+    out = tmp_path / "out" / "agent.py"
+    result = _pipeline(SCRIPT, out, "--agent-loop")
+    assert result.exit_code == 1 and "weave: --agent-loop puts the agent into VERL's rollouts" in result.output
+    assert not out.parent.exists() or not any(out.parent.iterdir())

@@ -20,7 +20,7 @@ from npu_port.transpiler.core.exit_codes import ExitCode
 from npu_port.transpiler.core.files import atomic_write
 from npu_port.transpiler.core.report import FileOutcome, findings_to_json
 from npu_port.transpiler.core.settings import Settings
-from npu_port.transpiler.generate.weave import ADAPTERS, WeaveError, weave
+from npu_port.transpiler.generate.weave import ADAPTERS, AgentOptions, WeaveError, weave
 from npu_port.transpiler.output.output_files import why_unwritable, write_data
 from npu_port.transpiler.output.render import print_findings, stderr_console
 from npu_port.transpiler.standalone import StandaloneError, make_standalone
@@ -41,6 +41,8 @@ _PROBLEMS_SHOWN = 5  # of a script that cannot be made standalone, on its one li
 @click.option("--adapter", type=click.Choice(sorted(ADAPTERS)), default="vllm", show_default=True,
               help="Inference adapter to weave in.")
 @click.option("--entry", metavar="NAME", help="The script's training entry function (default: found).")
+@click.option("--agent-loop", is_flag=True, help="Weave the agent into VERL's rollouts (a script that calls "
+              "run_ppo; as `weave --agent-loop`): the sample tools and reward go next to the output.")
 @runtime_env_option
 @click.option("-o", "--output", type=click.Path(path_type=Path), metavar="FILE",
               help="The output script (a script SOURCE).")
@@ -49,7 +51,8 @@ _PROBLEMS_SHOWN = 5  # of a script that cannot be made standalone, on its one li
 @click.option("--report", "report_path", type=click.Path(path_type=Path, dir_okay=False),
               help="One JSON report for every stage.")
 @click.option("-q", "--quiet", is_flag=True, help="Only errors on stderr.")
-def pipeline(source, target, strip, search_paths, adapter, entry, runtime_env, output, out_dir, report_path, quiet):
+def pipeline(source, target, strip, search_paths, adapter, entry, agent_loop, runtime_env, output, out_dir, report_path,
+             quiet):
     """Build an NPU training-inference pipeline from a GPU script that uses project packages.
 
     \b
@@ -74,8 +77,10 @@ def pipeline(source, target, strip, search_paths, adapter, entry, runtime_env, o
         jobs = [(source, out / source.name if out.is_dir() else out)]
     outcomes: list[FileOutcome] = []
     written: dict[Path, bytes] = {}
+    samples_written: dict[Path, bytes] = {}  # the sample tools and reward of --agent-loop, checked too
+    agent = AgentOptions() if agent_loop else None
     for path, dest in jobs:
-        stage_outcomes, data = _build(path, dest, packages, list(search_paths), adapter, entry, engine)
+        stage_outcomes, data, samples = _build(path, dest, packages, list(search_paths), adapter, entry, engine, agent)
         outcomes.extend(stage_outcomes)
         if data is not None:
             try:
@@ -85,8 +90,15 @@ def pipeline(source, target, strip, search_paths, adapter, entry, runtime_env, o
                                             error=f"cannot write {dest}: {why_unwritable(dest, exc)}"))
                 continue
             written[dest] = data
+            for name, text in samples.items():
+                sample = dest.parent / name
+                try:
+                    _write_sample(sample, text, samples_written)
+                except OSError as exc:
+                    outcomes.append(FileOutcome(str(sample), "failed",
+                                                error=f"cannot write {sample}: {why_unwritable(sample, exc)}"))
     if written:
-        outcomes.extend(_check_written(written, target, packages))
+        outcomes.extend(_check_written({**written, **samples_written}, target, packages))
     print_findings(console, outcomes, show_changes=False)
     changes = sum(len(o.changes) for o in outcomes)
     errors = sum(1 for o in outcomes for f in o.findings if f.severity == "error")
@@ -139,27 +151,38 @@ def _check_written(written: dict[Path, bytes], target: str, packages) -> list[Fi
     return outcomes
 
 
-def _build(path: Path, dest: Path, packages, search_paths, adapter: str, entry: Optional[str],
-           engine: Engine) -> tuple[list[FileOutcome], Optional[bytes]]:
-    """The stages before check for one script: their outcomes, and the bytes to write (None: failed)."""
+def _write_sample(path: Path, text: str, written: dict[Path, bytes]) -> None:
+    """A sample tools or reward file next to the output: written when missing (and checked with it); one
+    already there is the user's and stays as it is."""
+    if path.exists() or path in written:
+        return
+    data = text.encode("utf-8")
+    atomic_write(path, data, 0o644)
+    written[path] = data
+
+
+def _build(path: Path, dest: Path, packages, search_paths, adapter: str, entry: Optional[str], engine: Engine,
+           agent: Optional[AgentOptions] = None) -> tuple[list[FileOutcome], Optional[bytes], dict[str, str]]:
+    """The stages before check for one script: their outcomes, the bytes to write (None: failed) and the
+    sample files to write next to it."""
     try:
         result = make_standalone(path, packages, search_paths, allow_unresolved=False)
     except StandaloneError as exc:
         shown = [p.render() for p in exc.problems[:_PROBLEMS_SHOWN]]
         if len(exc.problems) > _PROBLEMS_SHOWN:
             shown.append(f"and {len(exc.problems) - _PROBLEMS_SHOWN} more (`npu-port standalone` lists them all)")
-        return [FileOutcome(str(path), "failed", error="standalone: " + "; ".join(shown))], None
+        return [FileOutcome(str(path), "failed", error="standalone: " + "; ".join(shown))], None, {}
     outcomes = [FileOutcome(str(path), "converted" if result.changed else "unchanged",
                             [p.to_finding() for p in result.findings], language="python")]
     try:
-        woven = weave(result.code, adapter, entry=entry)
+        woven = weave(result.code, adapter, entry=entry, agent=agent)
     except WeaveError as exc:
         outcomes.append(FileOutcome(str(path), "failed", error=f"weave: {exc}"))
-        return outcomes, None
+        return outcomes, None, {}
     data = woven.source.encode("utf-8")
     converted = engine.convert(data, str(dest), "python")
     outcomes.append(converted.outcome)
     if converted.outcome.status == "failed":
         converted.outcome.error = f"convert: {converted.outcome.error}"
-        return outcomes, None
-    return outcomes, converted.output if converted.output is not None else data
+        return outcomes, None, {}
+    return outcomes, converted.output if converted.output is not None else data, woven.companions
