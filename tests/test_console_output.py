@@ -145,6 +145,9 @@ def test_quiet_prints_nothing_and_stderr_follows_sys_stderr(monkeypatch):
     Console(stderr=True, quiet=True, soft_wrap=True).print("x")
     Console(stderr=True, soft_wrap=True).print("[bold]y[/]")
     assert buffer.getvalue() == "y\n"
+    monkeypatch.setattr("sys.stderr", None)  # pythonw: nothing to write to, as with rich
+    Console(stderr=True, soft_wrap=True).print("z")
+    rich.console.Console(stderr=True, soft_wrap=True).print("z")
 
 
 def test_a_wrapping_console_wraps_as_rich_does():

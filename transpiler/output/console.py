@@ -75,8 +75,8 @@ class Console:
         self._rich: Optional[rich.console.Console] = None
 
     @property
-    def file(self) -> IO[str]:
-        return self._file or (sys.stderr if self.stderr else sys.stdout)
+    def file(self) -> Optional[IO[str]]:
+        return self._file or (sys.stderr if self.stderr else sys.stdout)  # None without a stream
 
     @property
     def rich(self) -> rich.console.Console:
@@ -107,6 +107,8 @@ class Console:
             self.rich.print(*objects, highlight=highlight, soft_wrap=soft_wrap, markup=markup, end=end, **options)
             return
         file = self.file
+        if file is None:  # no stderr at all (pythonw): rich writes to a null file
+            return
         file.write(text + end)
         file.flush()
 
@@ -115,7 +117,7 @@ def _maybe_jupyter() -> bool:
     return hasattr(builtins, "get_ipython")  # IPython's; rich then asks it which front end this is
 
 
-def _is_terminal(file: IO[str]) -> bool:
+def _is_terminal(file: Optional[IO[str]]) -> bool:
     """rich's Console.is_terminal for a console that was not told (TTY_COMPATIBLE, FORCE_COLOR, isatty)."""
     if hasattr(file, "rich_proxied_file"):  # rich's own redirection: let rich say
         return True
