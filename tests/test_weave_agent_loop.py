@@ -203,9 +203,14 @@ def test_a_config_with_its_own_reward_keeps_it_and_disk_hand_off(monkeypatch, tm
     own = tmp_path / "my_reward.py"
     own.write_text("def score(data_source, solution_str, ground_truth, extra_info=None):\n    return 1.0\n")
     config["reward"]["custom_reward_function"] = {"path": str(own), "name": "score"}
+    # A config with its own agent loops keeps its default one.
+    config["actor_rollout_ref"]["rollout"]["agent"] = {"default_agent_loop": "my_agent",
+                                                       "agent_loop_config_path": "agents.yaml"}
     script = _project(tmp_path, config, weight_handoff="disk", eval_files="data/held_out.parquet")
     recorder = _run(monkeypatch, tmp_path, script)
     assert recorder.configs[0]["reward"]["custom_reward_function"] == {"path": str(own), "name": "score"}
+    assert recorder.configs[0]["actor_rollout_ref"]["rollout"]["agent"]["default_agent_loop"] == "my_agent"
+    assert recorder.configs[0]["actor_rollout_ref"]["rollout"]["multi_turn"]["enable"] is True
     steps = [e[0] for e in recorder.events]
     assert steps.index("run_ppo") < steps.index("LLM")  # disk: the engine is built after training, on the checkpoint
     assert "sleep" not in steps and "collective_rpc" not in steps
