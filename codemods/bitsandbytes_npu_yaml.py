@@ -22,7 +22,8 @@ class BitsAndBytesNpuYaml(YamlRule):
         bitsandbytes (`quantization_method: bnb`, or none: bnb is the default):
         - with `quantization_bit: 4`, `double_quantization: true` becomes `false`, and where the key is
           absent (LLaMA-Factory's default is true) `double_quantization: false` is added below
-          `quantization_bit`; `quantization_type: fp4` is reported (the backend takes nf4 only);
+          `quantization_method` (or `quantization_bit`), where LLaMA-Factory's *_bnb_npu.yaml examples
+          have it; `quantization_type: fp4` is reported (the backend takes nf4 only);
         - `quantization_bit: 8` is reported: the NPU backend has no LLM.int8 kernels.
         The facts, with their sources, are codemods/data/ascend/bitsandbytes_npu.yaml.
 
@@ -65,10 +66,10 @@ class BitsAndBytesNpuYaml(YamlRule):
                             hint=f"{rows['bits_key']}: 4 with {rows['double_quant']['key']}: false, or no "
                             f"quantisation; {table(self.ctx.target)['backend_hint']}")
             elif bits == 4:
-                self._double_quant(doc, mapping, rows)
+                self._double_quant(doc, mapping, rows, method_key)
                 self._quant_type(doc, mapping, rows)
 
-    def _double_quant(self, doc: YamlDocument, mapping: CommentedMap, rows: dict[str, Any]) -> None:
+    def _double_quant(self, doc: YamlDocument, mapping: CommentedMap, rows: dict[str, Any], method_key: str) -> None:
         row = rows["double_quant"]
         key, npu = row["key"], row["npu_value"]
         why = "(no double quantisation in bitsandbytes' Ascend backend)"
@@ -79,7 +80,9 @@ class BitsAndBytesNpuYaml(YamlRule):
                 self.replace(span, doc.text[span[0]:span[1]].strip("'\""), npu, f"{key}: true -> {npu} {why}")
             return
         at = doc.key_span(mapping, rows["bits_key"])[0]
-        insertion = entry_below(doc, mapping, rows["bits_key"], f"{key}: {npu}")
+        # Below the method where the config names it, as LLaMA-Factory's own *_bnb_npu.yaml examples write it.
+        below = method_key if method_key in mapping else rows["bits_key"]
+        insertion = entry_below(doc, mapping, below, f"{key}: {npu}")
         if insertion is None:
             self.report(at, f"{key} defaults to true, which bitsandbytes' Ascend backend lacks",
                         hint=f"add {key}: {npu}")
