@@ -124,6 +124,14 @@ def test_is_terminal_as_rich_says(monkeypatch, force_color, tty_compatible, tty)
     assert first == second  # colour codes on a terminal, plain text elsewhere, alike
 
 
+@pytest.mark.parametrize("end", ["\n", "", "X"])
+def test_an_empty_print_is_richs(end):
+    ours, theirs = io.StringIO(), io.StringIO()
+    Console(file=ours, soft_wrap=True).print(end=end)
+    rich.console.Console(file=theirs, soft_wrap=True).print(end=end)
+    assert ours.getvalue() == theirs.getvalue()
+
+
 def test_a_table_and_options_go_to_rich():
     from rich.table import Table
 
