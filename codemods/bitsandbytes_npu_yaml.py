@@ -25,6 +25,9 @@ class BitsAndBytesNpuYaml(YamlRule):
           `quantization_method` (or `quantization_bit`), where LLaMA-Factory's *_bnb_npu.yaml examples
           have it; `quantization_type: fp4` is reported (the backend takes nf4 only);
         - `quantization_bit: 8` is reported: the NPU backend has no LLM.int8 kernels.
+        trl recipe YAMLs (a top-level `model_name_or_path` with trl's ModelConfig keys) get the same:
+        with `load_in_4bit: true`, `use_bnb_nested_quant: true` becomes `false` and
+        `bnb_4bit_quant_type: fp4` is reported; `load_in_8bit: true` is reported.
         The facts, with their sources, are codemods/data/ascend/bitsandbytes_npu.yaml.
 
     Why:
@@ -48,10 +51,14 @@ class BitsAndBytesNpuYaml(YamlRule):
 
     ID = "bitsandbytes-npu-yaml"
     SAFETY = "review"
-    TRIGGERS = ("quantization_bit",)
+    TRIGGERS = ("quantization_bit", "load_in_4bit", "load_in_8bit")
 
     def check(self, doc: YamlDocument) -> None:
         rows = table(self.ctx.target)["yaml"]
+        trl = table(self.ctx.target)["trl"]
+        for root in doc.documents:
+            if isinstance(root, CommentedMap) and any(k in root for k in trl["config_keys"]):
+                self._trl(doc, root, trl)
         for path, mapping in doc.mappings():
             method_key = _method_key(path, mapping, rows)
             if method_key is None:
@@ -92,6 +99,23 @@ class BitsAndBytesNpuYaml(YamlRule):
         self.edits.append(Edit(insertion[0], insertion[0], insertion[1]))
         line, col = self.positions.line_col(at)
         self.ctx.add(self.ID, line, col, f"added {message}", kind="change")
+
+    def _trl(self, doc: YamlDocument, root: CommentedMap, trl: dict[str, Any]) -> None:
+        """trl's recipe keys: the same settings under ModelConfig's names (only an explicit true turns
+        double quantisation on there, and nf4 is its default)."""
+        hint = table(self.ctx.target)["backend_hint"]
+        four, eight, double = trl["four_bit_key"], trl["eight_bit_key"], trl["double_quant"]
+        if root.get(eight) is True:
+            self.report(doc.value_span(root, eight)[0], f"{eight}: true: bitsandbytes' Ascend backend has no "
+                        "LLM.int8 kernels", hint=f"{four}: true with {double['key']}: false, or no quantisation; {hint}")
+        if root.get(four) is not True:
+            return
+        if root.get(double["key"]) is True:
+            span = doc.value_span(root, double["key"])
+            self.replace(span, doc.text[span[0]:span[1]].strip("'\""), double["npu_value"],
+                         f"{double['key']}: true -> {double['npu_value']} (no double quantisation in "
+                         "bitsandbytes' Ascend backend)")
+        self._quant_type(doc, root, {"quant_type": trl["quant_type"]})
 
     def _quant_type(self, doc: YamlDocument, mapping: CommentedMap, rows: dict[str, Any]) -> None:
         key, supported = rows["quant_type"]["key"], rows["quant_type"]["supported"]
