@@ -71,7 +71,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                    'hint': 'a CUDA backend setting with no Ascend NPU equivalent; it has no effect there'}]},
     ),
     ('ascend', 'bitsandbytes_npu'): (
-        '28cf82136db63386569d2ccb6270e4ea',
+        '71e7e00219b2d0ee9f3fd7ad269dc83f',
         {'backend_hint': "bitsandbytes' Ascend backend is built from source (branch multi-backend-refactor, `cmake "
                          '-DCOMPUTE_BACKEND=npu`) and runs 4-bit NF4 only, without double quantisation',
          'python': {'config_classes': ['transformers.BitsAndBytesConfig',
@@ -101,7 +101,12 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                                  'supported': ['nf4'],
                                  'source': 'bitsandbytes backends/npu.py @ c3eac426'},
                   'config_keys': ['model_name_or_path', 'stage', 'finetuning_type', 'template'],
-                  'sections': {'quant_config': 'name'}}},
+                  'sections': {'quant_config': 'name'}},
+         'trl': {'config_keys': ['model_name_or_path'],
+                 'four_bit_key': 'load_in_4bit',
+                 'eight_bit_key': 'load_in_8bit',
+                 'double_quant': {'key': 'use_bnb_nested_quant', 'npu_value': 'false'},
+                 'quant_type': {'key': 'bnb_4bit_quant_type', 'supported': ['nf4']}}},
     ),
     ('ascend', 'communicators'): (
         '0ab4e3f404d54b6b41202fdb5d8e5cfc',
@@ -363,7 +368,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                    'hint': 'HCCL reads HCCL_ASYNC_ERROR_HANDLING'}]},
     ),
     ('ascend', 'framework_settings'): (
-        'd3fefab4ae1af92d2ae77826faae9b0e',
+        'd18f68fd7a4e6ebd0e4ca474005fa3ac',
         {'verl_overrides': [{'key': 'actor_rollout_ref.actor.use_torch_compile',
                              'value': 'False',
                              'action': 'add',
@@ -489,11 +494,22 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                                                                                                                 'executor")'},
                                           'vllm-project/vllm-ascend#287 /',
                                           'volcengine/verl verl/workers/rollout/vllm_rollout/vllm_async_server.py:268 @ '
-                                          'b178a3cd56f5 (VERL\'s server always passes "mp")'],
+                                          'b178a3cd56f5 (VERL\'s server always passes "mp")',
+                                          {'vllm-project/vllm-ascend docs/source/user_guide/release_notes.md @ 182b75ea84 (known issues with ray, per release': 'v0.9.2rc1 '
+                                                                                                                                                                'pipeline '
+                                                                                                                                                                'parallel '
+                                                                                                                                                                'with '
+                                                                                                                                                                'ray '
+                                                                                                                                                                'and '
+                                                                                                                                                                'graph '
+                                                                                                                                                                'mode,'}],
                                'why': 'No vLLM-Ascend release requires mp or forbids ray: its docs deploy both (mp in the '
                                       'single-node offline examples, ray across nodes), and its maintainers only recommend '
-                                      'mp. `ray` with vLLM-Ascend needs the Ray cluster to see NPUs, which the Ray rules '
-                                      'port (resources and placement-group bundles); `LLM(...)`, `EngineArgs` and '
+                                      'mp. Some releases had known issues with ray (graph mode before v0.10.2rc1, pipeline '
+                                      'parallel with graph mode in v0.9.2rc1, expert parallel in v0.11.0rc2), which depend '
+                                      'on the vLLM-Ascend release, which npu-port is not told. `ray` with vLLM-Ascend '
+                                      'needs the Ray cluster to see NPUs, which the Ray rules port (resources and '
+                                      'placement-group bundles); `LLM(...)`, `EngineArgs` and '
                                       '`--distributed-executor-backend` keep their value, and VERL has no key for it.'}]},
     ),
     ('ascend', 'megatron_flags'): (
