@@ -12,7 +12,7 @@ from npu_port.transpiler.text.yaml_edit import YamlDocument, YamlRule
 VERL_SECTIONS = ("actor_rollout_ref", "critic", "algorithm", "reward_model")
 # --keep-cuda: the launcher's device probe (transpiler/text/shell.PROBE_LINES exports DEVICE), through
 # OmegaConf's env resolver, which VERL's Hydra configs resolve (main_ppo: OmegaConf.resolve(config)).
-_FROM_LAUNCHER = "${oc.env:DEVICE,cuda}"
+FROM_LAUNCHER = "${oc.env:DEVICE,cuda}"
 
 
 class YamlVerlDevice(YamlRule):
@@ -62,10 +62,10 @@ class YamlVerlDevice(YamlRule):
             if not (any(k in root for k in VERL_SECTIONS) or "n_gpus_per_node" in trainer):
                 continue
             # Flow style (`trainer: {device: cuda}`) reads `,` and `{}` as its own: the interpolation is quoted.
-            form = f"'{_FROM_LAUNCHER}'" if trainer.fa.flow_style() else _FROM_LAUNCHER
+            form = f"'{FROM_LAUNCHER}'" if trainer.fa.flow_style() else FROM_LAUNCHER
             self.replace(doc.value_span(trainer, "device"), "cuda", "npu", "trainer.device: cuda -> npu",
-                         portable=_constant(form))
+                         portable=constant(form))
 
 
-def _constant(text: str) -> Callable[[], Optional[str]]:
+def constant(text: str) -> Callable[[], Optional[str]]:
     return lambda: text

@@ -8,12 +8,13 @@ from ruamel.yaml.comments import CommentedMap, CommentedSeq
 
 from npu_port.codemods import _verl_overrides
 from npu_port.codemods._yaml_entries import child_lines
-from npu_port.codemods.yaml_verl_device import VERL_SECTIONS
+from npu_port.codemods.yaml_verl_device import FROM_LAUNCHER, VERL_SECTIONS, constant
 from npu_port.transpiler.text.text_edits import Edit
 from npu_port.transpiler.text.yaml_edit import YamlDocument, YamlRule
 
 # YAML spells booleans in lower case; the table's values are Hydra override text (`False`).
 _YAML_BOOLS = {"True": "true", "False": "false"}
+_PORTABLE = {"trainer.device": FROM_LAUNCHER}
 
 
 def _keys(node: Any, prefix: str = "") -> dict[str, str]:
@@ -60,7 +61,8 @@ class YamlVerlNpuSettings(YamlRule):
         `trainer.device: npu` for VERL 0.6. A key goes in as the first entry of the deepest mapping of
         its path the document has, below the top-level section, in the file's indentation; a document
         without the section, or whose `defaults:` fills that part from a config group (VERL's own
-        `actor@actor_rollout_ref.actor: dp_actor`), or that writes it in flow style, is left alone.
+        `actor@actor_rollout_ref.actor: dp_actor`), is left alone; where the mapping is written in flow
+        style the setting is reported (info) with what to add.
         `trainer.device: cuda` is yaml-verl-device's to rewrite.
 
     Why:
@@ -74,6 +76,11 @@ class YamlVerlNpuSettings(YamlRule):
           actor:                              actor:
             ppo_mini_batch_size: 256  ->        use_torch_compile: false
                                                 ppo_mini_batch_size: 256
+
+    With --keep-cuda:
+        trainer.device is added as `device: ${oc.env:DEVICE,cuda}` (the launcher's device probe, as
+        yaml-verl-device writes it); the torch.compile and chunked-prefill switches are kept for CUDA,
+        with a warning, as the launcher rules keep them.
 
     Fix safety:
         Safe: performance switches and the device VERL picks itself from 0.7.0 on; values, comments and
@@ -106,6 +113,22 @@ class YamlVerlNpuSettings(YamlRule):
                 continue
             parent, key, rest = place
             value = _YAML_BOOLS.get(setting.value, setting.value)
+            at = doc.key_span(parent, key)[0]
+            if self.positions.is_silenced(self.ID, at):
+                continue
+            if child_lines(doc, parent, key, {"probe": ""}) is None:
+                # A flow-style (or empty) mapping: the rule writes only block lines, so it says what to add.
+                self.report(at, f"not set: {setting.key}: {value} (VERL on Ascend; a flow-style mapping is not "
+                            "edited)", severity="info", hint=f"add {rest[-1]}: {value} to the mapping it belongs in")
+                continue
+            # --keep-cuda: the device the launcher's probe exported, as yaml-verl-device writes it; the
+            # performance switches have no form that reads the device, so they are kept for CUDA.
+            portable = _PORTABLE.get(setting.key)
+            form = self.portable_text(at, value, f"added {setting.key}: {value}",
+                                      constant(portable) if portable else None)
+            if form is None:
+                continue
+            value = form
             _, tree, added = pending.setdefault((id(parent), key), (parent, key, {}, []))[1:]
             node = tree
             for part in rest[:-1]:
@@ -116,9 +139,7 @@ class YamlVerlNpuSettings(YamlRule):
             insertion = child_lines(doc, parent, key, tree)
             at = doc.key_span(parent, key)[0]
             message = "added " + ", ".join(added)
-            if insertion is None or self.positions.is_silenced(self.ID, at):
-                continue
-            if self.portable_text(at, insertion[1], message, None) is None:
+            if insertion is None:
                 continue
             self.edits.append(Edit(insertion[0], insertion[0], insertion[1]))
             line, col = self.positions.line_col(at)
