@@ -88,6 +88,11 @@ def test_array_items():
     assert [i.text for i in arr.array_items] == ["one", '"two three"', "$(nproc)", "four"]
 
 
+def test_a_process_substitution_is_a_redirection_target():
+    script = Script('while read -r f; do echo "$f"; done < <(git ls-files "*.sh")\ncat 2> >(tee err.log)\n')
+    assert {"git", "tee"} <= {c.program() for c in script.commands}
+
+
 @pytest.mark.parametrize("text,line", [
     ("echo 'open\n", 1),
     ('ok\necho "open\n', 2),

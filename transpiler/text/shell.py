@@ -296,7 +296,8 @@ class _Lexer:
                 k = j + len(op)
                 while k < end and text[k] in " \t":
                     k += 1
-                if k >= end or text[k] in "\n;|&()<>":
+                # `done < <(cmd)`: a process substitution is a redirection's target like any word
+                if k >= end or (text[k] in "\n;|&()<>" and not text.startswith(("<(", ">("), k)):
                     self.error(f"redirection {op!r} without a target", i)
                 target, k = self.read_word(k, end)
                 if op in ("<<", "<<-"):
