@@ -1,6 +1,5 @@
 from __future__ import annotations
 
-import ast
 import re
 from typing import Optional
 
@@ -37,12 +36,10 @@ def _is_device_value(node: cst.BaseExpression) -> bool:
         and not (dotted_name(node.func) or "").endswith(("current_device", "get_device"))
 
 
-def _cuda_method_node(node: ast.AST) -> bool:
-    """`x.cuda(...)` or `x.is_cuda` in the file's `ast`: what the rule could rewrite (its scout)."""
-    if isinstance(node, ast.Call):
-        func = node.func
-        return isinstance(func, ast.Attribute) and func.attr == "cuda"
-    return isinstance(node, ast.Attribute) and node.attr == "is_cuda"
+# What the rule could rewrite, in the code without comments and strings (its scout): `.cuda` and, past
+# closing parentheses, whitespace and backslash continuations, an opening one (`x.cuda(0)`,
+# `(m.cuda)()`), or `.is_cuda`; the same may stand between the dot and the name.
+_CUDA_METHOD = re.compile(r"\.[\s\\]*(?:cuda[\s\\)]*\(|is_cuda(?![A-Za-z0-9_]))")
 
 
 def _on_accelerator(value: cst.BaseExpression) -> cst.BaseExpression:
@@ -90,8 +87,8 @@ class TensorCudaMethod(PythonRule):
     @classmethod
     def scout(cls, facts, options) -> bool:
         # Attribute names: code, never string contents; and only a `.cuda(...)` call or an `.is_cuda`
-        # attribute is rewritten (Triton's `tl.extra.cuda.x()` and vLLM's `is_cuda()` go unasked).
-        return facts.has_word("cuda", "is_cuda") and facts.any_node(_cuda_method_node)
+        # attribute is rewritten (Triton's `tl.extra.cuda.x()` goes unasked).
+        return facts.has_word("cuda", "is_cuda") and facts.search_code(_CUDA_METHOD)
 
     def __init__(self, ctx):
         super().__init__(ctx)

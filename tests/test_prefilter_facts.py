@@ -33,6 +33,9 @@ CASES = [
      False),
     ("tensor-cuda-method", "ops/k.py", "import torch\nx = torch.zeros(1).cuda \\\n    ()\n", False),
     ("tensor-cuda-method", "ops/k.py", "import torch\nx = torch.zeros(1)\nok = x.is_cuda\n", False),
+    ("tensor-cuda-method", "ops/k.py", "import torch\nm = torch.nn.Linear(1, 1)\n(m  # c\n .cuda)()\n", False),
+    ("tensor-cuda-method", "ops/k.py", 'import torch\nprint(f"{torch.zeros(1).cuda()}")\n', False),
+    ("tensor-cuda-method", "ops/k.py", "import torch\nx = torch.cuda.current_device()  # or t.cuda()\n", True),
     ("cuda-only-deps", "setup.py",
      'from setuptools import setup\nsetup(name="p", install_requires=["numpy", "torch>=2"])\n', True),
     ("cuda-only-deps", "setup.py",
@@ -76,3 +79,16 @@ def test_a_file_without_an_ast_here_is_wanted_by_every_ast_question():
 def test_code_strings_leave_out_string_statements_only():
     facts = scan(b'"""doc A"""\nx = "B"\ndef f():\n    "doc C"\n    return b"D", f"E{x}"\n')
     assert set(facts.code_strings or ()) == {"B", "D", "E"}
+
+
+def test_the_code_text_has_no_comments_or_string_contents_but_fstring_bodies():
+    facts = scan(b'x = "a.cuda()"  # b.cuda()\ny = f"{c.cuda()}"\nz = """d.cuda()"""\n')
+    assert "a.cuda" not in facts.code and "b.cuda" not in facts.code and "d.cuda" not in facts.code
+    assert "c.cuda()" in facts.code
+    assert facts.short_strings == ("a.cuda()", "{c.cuda()}", "")  # the f-string's text and its head
+
+
+def test_a_name_in_a_single_quoted_literal_needs_no_ast():
+    facts = scan(b'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\n')
+    assert facts.any_code_string(lambda s: "CUDA_VISIBLE_DEVICES" in s)
+    assert "code_strings" not in vars(facts) and "tree" not in vars(facts)  # never parsed

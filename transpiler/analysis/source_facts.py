@@ -57,6 +57,8 @@ class SourceFacts:
     unsure: bool = False  # the lexer met something it does not understand: assume anything may happen
     imported_roots: frozenset[str] = frozenset()  # see _imported_roots
     path: str = ""  # the path the file is converted under (what the rules' context is given)
+    code: str = ""  # the code without comments, each literal a space, f-string bodies after it (latin-1)
+    short_strings: tuple[str, ...] = ()  # the entries of `strings` from literals in single quotes
 
     @cached_property
     def tree(self) -> Optional[ast.Module]:
@@ -104,7 +106,13 @@ class SourceFacts:
         return tuple(out)
 
     def any_code_string(self, predicate: Callable[[str], object]) -> bool:
-        """`any_string`, over the literals that are not a statement of their own (`code_strings`)."""
+        """`any_string`, over the literals that are not a statement of their own (`code_strings`).
+        The `ast` is asked only where a literal in triple quotes alone satisfies `predicate`: one in
+        single quotes is taken for code (a docstring seldom is one), and none means no."""
+        if any(predicate(s) for s in self.short_strings):
+            return True
+        if not self.any_string(predicate):
+            return False
         strings = self.code_strings
         if strings is None:
             return self.any_string(predicate)
@@ -129,6 +137,11 @@ class SourceFacts:
     def any_string(self, predicate: Callable[[str], object]) -> bool:
         return self.unsure or any(predicate(s) for s in self.strings)
 
+    def search_code(self, pattern: re.Pattern) -> bool:
+        """A search over the code alone (`code`: no comments, no string contents, f-string bodies
+        included), where a pattern can say which tokens follow each other at a lexical cost."""
+        return self.unsure or pattern.search(self.code) is not None
+
     def search(self, pattern: re.Pattern) -> bool:
         """A search over the whole decoded file, comments and strings included."""
         return self.unsure or pattern.search(self.source) is not None
@@ -146,6 +159,7 @@ def scan(data: bytes, path: str = "") -> SourceFacts:
     code: list[bytes] = []  # what lies outside comments and literals
     fstring_code: list[bytes] = []
     strings: list[str] = []
+    short: list[str] = []  # the entries of `strings` that come from literals in single quotes
     pos, unsure = 0, False
     for m in _LEXEME.finditer(data):
         code.append(data[pos:m.start()])
@@ -155,6 +169,7 @@ def scan(data: bytes, path: str = "") -> SourceFacts:
             continue
         body = m.group(group)
         text = body.decode("latin-1")
+        first = len(strings)
         strings.append(text)
         start = m.start()
         prefix = data[max(start - 2, 0):start].lower()
@@ -177,6 +192,8 @@ def scan(data: bytes, path: str = "") -> SourceFacts:
                 unsure = True
             elif value != text:
                 strings.append(value)
+        if group[0] == "s":
+            short.extend(strings[first:])
         code.append(b" ")
     code.append(data[pos:])
     joined = b"".join(code)
@@ -189,7 +206,8 @@ def scan(data: bytes, path: str = "") -> SourceFacts:
     for token in [w for w in words if w[0] in _DIGITS]:  # `1if` holds the word `if`: what follows a number
         words.update(_WORD.findall(token))
     words = frozenset(w.decode("ascii") for w in words)
-    return SourceFacts(data.decode("latin-1"), words, tuple(strings), unsure, roots, path)
+    return SourceFacts(data.decode("latin-1"), words, tuple(strings), unsure, roots, path, joined.decode("latin-1"),
+                       tuple(short))
 
 
 def _imported_roots(code: bytes) -> frozenset[str]:
