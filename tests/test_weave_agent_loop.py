@@ -335,3 +335,11 @@ def test_a_script_woven_without_the_agent_loop_is_not_taken_for_one(tmp_path):
     with pytest.raises(WeaveError, match="already woven without --agent-loop"):
         weave(plain, agent=AgentOptions())
     assert weave(weave(LAUNCHER.read_text(), agent=AgentOptions()).source).changed is False
+
+
+def test_cli_refuses_an_output_named_like_a_sample(tmp_path):
+    script = tmp_path / "launcher.py"
+    script.write_text(LAUNCHER.read_text())
+    result = _weave(script, "--agent-loop", "-o", tmp_path / "agent_tools.py")
+    assert result.exit_code == 2 and "cannot take the name of a sample file" in result.output
+    assert "woven" not in result.output and sorted(p.name for p in tmp_path.iterdir()) == ["launcher.py"]

@@ -106,6 +106,10 @@ def weave_command(script: Path, adapter: str, output: Optional[Path], in_place: 
         raise click.ClickException(f"{script}: {exc}") from None
     except WeaveError as exc:
         raise click.ClickException(f"{script}: {exc}") from None
+    companions = {target.parent / name: text for name, text in result.companions.items()} if target else {}
+    if target is not None and any(path.resolve() == target.resolve() for path in companions):
+        raise click.UsageError(f"{target}: the woven script cannot take the name of a sample file "
+                               f"({', '.join(result.companions)})")
     if not result.changed:
         click.echo(f"{script}: unchanged ({result.note})", err=True)
     else:
@@ -116,10 +120,6 @@ def weave_command(script: Path, adapter: str, output: Optional[Path], in_place: 
                        "with_agent_loop(config)", err=True)
         if result.note:
             click.echo(f"{script}: note: {result.note}", err=True)
-    companions = {target.parent / name: text for name, text in result.companions.items()} if target else {}
-    if target is not None and any(path.resolve() == target.resolve() for path in companions):
-        raise click.UsageError(f"{target}: the woven script cannot take the name of a sample file "
-                               f"({', '.join(result.companions)})")
     if show_diff:
         sys.stdout.write(unified_diff(str(script), source.encode("utf-8"), result.source.encode("utf-8")))
         for path, text in companions.items():
