@@ -6,7 +6,7 @@ from typing import ClassVar, Optional
 
 import libcst as cst
 
-from npu_port.codemods._device_agnostic import DeviceAgnostic, LiteralOnly
+from npu_port.codemods._device_agnostic import DeviceAgnostic, LiteralOnly, parenthesized
 from npu_port.transpiler.analysis.positions import PositionFinder, PositionPolicy, string_leaves
 from npu_port.transpiler.core.cst_walk import transform
 from npu_port.transpiler.core.rules import PythonRule
@@ -20,7 +20,9 @@ class StringPositionRule(LiteralOnly, PythonRule):
         super().__init__(ctx)
         policy = PositionPolicy.from_data(load_table(ctx.target, "positions")[self.POSITION])
         self.finder = PositionFinder(policy, ctx.resolve)
+        self.finder.bound = lambda name: name in self._scopes[-1].bound or name in self._scopes[0].bound
         self._marked: set[int] = set()
+        self._operands: set[int] = set()  # strings that are operands of a comparison or an operator
         # Local variables: `loc = f"cuda:{rank}"` ... `torch.load(p, map_location=loc)`. The assignment
         # is seen before the use, so its strings are held until the end of the scope decides.
         self._scopes: list[_LocalFlow] = [_LocalFlow()]
@@ -48,7 +50,10 @@ class StringPositionRule(LiteralOnly, PythonRule):
         def form():
             if self.literal_only(original):
                 return None
-            return self.agnostic_value(updated, self.agnostic)
+            value = self.agnostic_value(updated, self.agnostic)
+            # `x.type == "cuda"` -> `x.type == (a if c else b)`: unparenthesized, the comparison would
+            # become the conditional's body.
+            return parenthesized(value) if value is not None and id(original) in self._operands else value
         return form
 
     @property
@@ -160,6 +165,12 @@ class StringPositionRule(LiteralOnly, PythonRule):
                                              f"position through {how})", kind="change")
         return transform(updated, _ReplaceStrings(todo)) if todo else updated
 
+    def _bind(self, targets, value) -> None:
+        """`d = torch.device("cuda", i)`: `d` holds a device, so `d.type == "cuda"` and `str(d).startswith("cuda:")`
+        compare one (the string converts with the device, or the branch would flip)."""
+        if len(targets) == 1 and isinstance(targets[0], cst.Name) and self.finder.produces(value):
+            self._scopes[-1].bound.add(targets[0].value)
+
     def _hold(self, targets, value) -> None:
         if len(targets) == 1 and isinstance(targets[0], cst.Name) and value is not None:
             for leaf in string_leaves(value):
@@ -210,9 +221,11 @@ class StringPositionRule(LiteralOnly, PythonRule):
         targets = [t.target for t in node.targets]
         self._mark(self.finder.in_assign(targets, node.value))
         self._hold(targets, node.value)
+        self._bind(targets, node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self._mark(self.finder.in_assign([node.target], node.value))
+        self._bind([node.target], node.value)
         self._mark(self.finder.in_annotation(self.finder.setting_name(node.target), node.annotation))
 
     def visit_Param(self, node: cst.Param) -> None:
@@ -223,7 +236,11 @@ class StringPositionRule(LiteralOnly, PythonRule):
         self._mark(self.finder.in_dict(node))
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
+        self._operands.update(id(o) for o in (node.left, *(c.comparator for c in node.comparisons)))
         self._mark(self.finder.in_comparison(node))
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self._operands.update((id(node.left), id(node.right)))  # "cuda:" + str(i)
 
     def _converted(self, node):
         """The node with its text in the target spelling, or None when it has nothing to change."""
@@ -284,13 +301,15 @@ class _Signature:
 
 
 class _LocalFlow:
-    """Per scope: variables used in a position, and held strings assigned to plain variables."""
+    """Per scope: variables used in a position, held strings assigned to plain variables, and variables
+    that hold a value of the position's kind."""
 
     def __init__(self):
         self.signature: Optional[_Signature] = None
         self.used: set[str] = set()
         self.held: dict[int, str] = {}  # id(original string) -> variable
         self.rewrites: dict[int, tuple] = {}  # id(updated string) -> (variable, new node, original node)
+        self.bound: set[str] = set()  # variables assigned a value of the position's kind (PositionFinder.bound)
 
 
 class _ReplaceStrings(cst.CSTTransformer):

@@ -68,3 +68,22 @@ def test_keep_cuda_fixtures_exist_for_every_rule_that_changes_code():
     shown = {c.select[0] for c in CASES if c.select and (c.keep_cuda_expected.exists()
                                                         or c.keep_cuda_findings_path.exists())}
     assert not sorted(changing - shown)
+
+
+def test_a_device_agnostic_choice_stays_one_operand():
+    """`x.type == "cuda"` -> `x.type == (a if c else b)`: without the parentheses Python reads
+    `(x.type == a) if c else b`, a branch that runs whatever the device. No output may hold a conditional
+    whose body or else-part is a comparison or an operation (no input has one)."""
+    import ast
+
+    outputs = sorted({c.input.with_name(c.input.name.replace(".input.", ".keep-cuda.expected."))
+                      for c in CASES if c.input.suffix == ".py"})
+    outputs = [p for p in outputs if p.exists()]
+    assert outputs
+    wrong = []
+    for path in outputs:
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.IfExp) and isinstance(node.body, (ast.Compare, ast.BinOp)) \
+                    or isinstance(node, ast.IfExp) and isinstance(node.orelse, (ast.Compare, ast.BinOp)):
+                wrong.append(f"{path.name}:{node.lineno}: {ast.unparse(node)[:100]}")
+    assert not wrong, wrong

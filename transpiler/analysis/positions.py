@@ -122,6 +122,18 @@ class PositionFinder:
     def __init__(self, policy: PositionPolicy, resolve: Callable[[cst.BaseExpression], Optional[str]]):
         self.policy = policy
         self.resolve = resolve
+        # Plain variables the caller knows to hold such a value (`d = torch.device(...)`): compared like
+        # `x.device` (`d.type == "cuda"`). The rules track them per scope (see `produces`).
+        self.bound: Callable[[str], bool] = lambda name: False
+
+    def produces(self, value: Optional[cst.BaseExpression]) -> bool:
+        """`value` is such a value itself: a call of a function that returns one (the policy's
+        `returned_by`: `torch.device(...)`, `dist.get_backend()`), or what a comparison reads as one."""
+        if value is None:
+            return False
+        if isinstance(value, cst.Call) and (self.resolve(value.func) or dotted_name(value.func)) in self.policy.returned_by:
+            return True
+        return self._compared(value)
 
     def setting_name(self, target: cst.BaseExpression) -> Optional[str]:
         if isinstance(target, cst.Name):
@@ -226,7 +238,7 @@ class PositionFinder:
                     yield from string_leaves(el.value)
 
     def _compared(self, expr: cst.BaseExpression) -> bool:
-        """`x.device.type`, `device`, `str(x.device)`, `args.device`, `dist.get_backend()`."""
+        """`x.device.type`, `device`, `str(x.device)`, `args.device`, `dist.get_backend()`, a bound variable."""
         names = self.policy.compared_with
         if isinstance(expr, cst.Call):
             func = expr.func
@@ -236,6 +248,8 @@ class PositionFinder:
             return bool(name) and name.rsplit(".", 1)[-1] in names
         if isinstance(expr, cst.Attribute) and expr.attr.value == "type":
             return self._compared(expr.value)
+        if isinstance(expr, cst.Name) and self.bound(expr.value):
+            return True
         name = self.setting_name(expr)
         return bool(name) and (name in names or self.policy.names_setting(name))
 

@@ -804,7 +804,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                                          'modules share'}}},
     ),
     ('ascend', 'positions'): (
-        'dbb7789b6caf80634ce6cb1df120944a',
+        '99e23f9b97f5ffeb90fb28f080164aae',
         {'device': {'settings': ['device',
                                  '_device',
                                  '_devices',
@@ -828,7 +828,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                                    'torch.npu.*': [0]},
                     'methods': {'to': [0], 'to_empty': [0]},
                     'compared_with': ['device', 'device_type'],
-                    'returned_by': ['torch.get_default_device']},
+                    'returned_by': ['torch.get_default_device', 'torch.device']},
          'device_type': {'settings': ['device_type'],
                          'positional': {'torch.autocast': [0],
                                         'torch.amp.autocast': [0],
