@@ -342,4 +342,4 @@ def test_cli_refuses_an_output_named_like_a_sample(tmp_path):
     script.write_text(LAUNCHER.read_text())
     result = _weave(script, "--agent-loop", "-o", tmp_path / "agent_tools.py")
     assert result.exit_code == 2 and "cannot take the name of a sample file" in result.output
-    assert "woven" not in result.output and sorted(p.name for p in tmp_path.iterdir()) == ["launcher.py"]
+    assert "woven vllm adapter" not in result.output and sorted(p.name for p in tmp_path.iterdir()) == ["launcher.py"]
