@@ -6,8 +6,9 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
-from typing import Optional
+from typing import Optional, cast
 
+from npu_port.transpiler.core.report import Severity
 from npu_port.transpiler.tables.mapping import load_table
 from npu_port.transpiler.text.shell import Script, ShellRule, Word
 
@@ -18,7 +19,7 @@ class FlagRow:
     key: Optional[str]
     value: Optional[str]
     unless: Optional[str]
-    severity: str
+    severity: Severity
     what: str
     setting: str
 
@@ -34,8 +35,9 @@ class FlagRow:
 
 @cache
 def rows(target: str) -> tuple[FlagRow, ...]:
-    return tuple(FlagRow(r["option"], r.get("key"), r.get("value"), r.get("unless"), r["severity"], r["what"],
-                         " ".join(r["setting"].split())) for r in load_table(target, "megatron_flags")["rows"])
+    return tuple(FlagRow(r["option"], r.get("key"), r.get("value"), r.get("unless"), cast(Severity, r["severity"]),
+                         r["what"], " ".join(r["setting"].split()))
+                 for r in load_table(target, "megatron_flags")["rows"])
 
 
 def _words(script: Script) -> Iterator[Word]:
@@ -97,5 +99,4 @@ class ShellMegatronFusions(ShellRule):
                 if (row.option, line) in reported:
                     continue
                 reported.add((row.option, line))
-                self.report(at, f"{match.group(0).split()[0]}: {row.what}", severity=row.severity,  # type: ignore[arg-type]
-                            hint=row.setting)
+                self.report(at, f"{match.group(0).split()[0]}: {row.what}", severity=row.severity, hint=row.setting)

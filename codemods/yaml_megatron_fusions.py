@@ -52,6 +52,5 @@ class YamlMegatronFusions(YamlRule):
                     continue
                 if row.unless and mapping.get(row.unless.lstrip("-").replace("-", "_")) is True:
                     continue
-                self.report(doc.key_span(mapping, key)[0], f"{key}: {row.what}",
-                            severity=row.severity,  # type: ignore[arg-type]
+                self.report(doc.key_span(mapping, key)[0], f"{key}: {row.what}", severity=row.severity,
                             hint=row.setting)
