@@ -80,13 +80,14 @@ class ShellMegatronFusions(ShellRule):
 
     def check(self, script: Script) -> None:
         text = script.text
+        words = list(_words(script))
+        every_word = " ".join(w.text for w in words)
         reported: set[tuple[str, int]] = set()
         for row in rows(self.ctx.target):
-            if row.unless and re.search(rf"(?<![\w-]){re.escape(row.unless)}(?![\w-])",
-                                        " ".join(w.text for w in _words(script))):
+            # `unless` is read across the whole script: a launcher builds its arguments in several variables.
+            if row.unless and re.search(rf"(?<![\w-]){re.escape(row.unless)}(?![\w-])", every_word):
                 continue
             pattern = row.pattern()
-            words = list(_words(script))
             for i, word in enumerate(words):
                 # A flag and its value are two words of a command (`--transformer-impl transformer_engine`).
                 joined = word.text if not row.value or i + 1 >= len(words) else f"{word.text} {words[i + 1].text}"
