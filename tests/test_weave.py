@@ -8,6 +8,7 @@ import re
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 from test_generate import FORBIDDEN_IMPORTS, KNOWN_SNAPSHOT_GAPS
 
@@ -160,24 +161,39 @@ AGENT_CASES = sorted(AGENT_FIXTURES.glob("*.input.py"))
 PIPELINE_SAMPLES = FIXTURES.parent / "skeletons" / "pipeline" / "grpo_default"
 
 
+def _agent_case(case: Path) -> tuple[dict, AgentOptions]:
+    """A case's weave options (NAME.spec.yaml next to it: the adapter's and the agent's); none: the defaults."""
+    spec_file = case.with_name(case.name.replace(".input.py", ".spec.yaml"))
+    spec = yaml.safe_load(spec_file.read_text()) if spec_file.exists() else {}
+    return spec.get("options") or {}, AgentOptions(**(spec.get("agent") or {}))
+
+
 @pytest.mark.parametrize("case", AGENT_CASES, ids=lambda p: p.name)
 def test_agent_loop_fixture(case):
     source = case.read_text()
-    result = weave(source, agent=AgentOptions())
+    options, agent = _agent_case(case)
+    result = weave(source, options=options, agent=agent)
     expected = _expected(case)
     if os.environ.get("NPU_PORT_UPDATE_FIXTURES"):
         expected.write_text(result.source)
     assert result.source == expected.read_text()
-    assert result.agent_calls == 1 and "run_ppo(with_agent_loop(config), task_runner_class=TaskRunnerV1)" in result.source
+    assert result.agent_calls == 1 and "run_ppo(with_agent_loop(config)" in result.source
     # Only the run_ppo call and the entry's call changed among the script's own lines.
     woven = set(result.source.splitlines())
-    assert [line for line in source.splitlines() if line.strip() and line not in woven] == [
-        "    run_ppo(config, task_runner_class=TaskRunnerV1)", "    main()"]
-    # One template, two users: the samples are the ones `generate pipeline` writes.
-    assert result.companions == {name: (PIPELINE_SAMPLES / name).read_text() for name in ("agent_tools.py",
-                                                                                           "agent_reward.py")}
-    assert weave(result.source, agent=AgentOptions()).changed is False  # weaving twice changes nothing
+    changed = [line for line in source.splitlines() if line.strip() and line not in woven]
+    assert len(changed) == 2 and "run_ppo(config" in changed[0] and "(" in changed[1], changed
+    # One template, two users: the samples are the ones `generate pipeline` writes (for the set's versions).
+    samples = {name: (PIPELINE_SAMPLES / name).read_text() for name in ("agent_tools.py", "agent_reward.py")}
+    if agent.tools is None and not options:
+        assert result.companions == samples
+    assert set(result.companions) == {n for n, given in (("agent_tools.py", agent.tools),
+                                                         ("agent_reward.py", agent.reward)) if given is None}
+    assert weave(result.source, options=options, agent=agent).changed is False  # weaving twice changes nothing
     assert Engine(Settings()).convert(result.source.encode(), case.name).output is None  # still converted
+    facts = conformance.facts_for_set(version_set(options))
+    own = {i.subject for i in conformance.check_python(source, facts) if i.severity == "error"}
+    assert not [str(i) for i in conformance.check_python(result.source, facts)
+                if i.severity == "error" and i.subject not in own]
 
 
 @pytest.mark.parametrize("vllm_version", ["0.23.0", "0.11.0"])
