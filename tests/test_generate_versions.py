@@ -145,3 +145,14 @@ def test_sglang_selects_the_ascend_attention_backend():
     assert added["actor_rollout_ref.rollout.engine_kwargs.sglang.attention_backend"] == "ascend"
     vllm = render("verl-train", schemas()["verl-train"].validate({})).main
     assert "attention_backend" not in vllm
+
+
+def test_the_in_place_engine_never_starts_ray_before_verl():
+    """vLLM's Ray executor would start Ray before run_ppo, which then skips ray_kwargs.ray_init."""
+    with pytest.raises(OptionError, match="--distributed-executor-backend ray with the in-place hand-off"):
+        schemas()["pipeline"].validate({"distributed_executor_backend": "ray"})
+    schemas()["pipeline"].validate({"distributed_executor_backend": "ray", "weight_handoff": "disk"})
+    launcher = (ROOT / "fixtures" / "weave" / "agent_loop" / "verl_hydra_main.input.py").read_text()
+    with pytest.raises(ValueError, match="vLLM's Ray executor would start Ray before VERL does"):
+        weave(launcher, options={"distributed_executor_backend": "ray"}, agent=AgentOptions())
+    weave(launcher, options={"distributed_executor_backend": "ray"}, agent=AgentOptions(weight_handoff="disk"))

@@ -20,7 +20,7 @@ from typing import Any, Optional
 import jinja2
 import yaml
 
-from npu_port.transpiler.generate import msrl_checks
+from npu_port.transpiler.generate import handoff_checks, msrl_checks
 from npu_port.transpiler.generate.contexts import CONTEXT_BUILDERS, npu_env_vars
 from npu_port.transpiler.generate.schema import Schema, is_identifier, parse_schema
 
@@ -32,7 +32,7 @@ KIND_FOLDERS = {
     "pipeline": "pipeline",
 }
 # Checks a kind's framework applies at start-up, beyond its schema's constraints.
-KIND_CHECKS = {"msrl-train": [msrl_checks.problems]}
+KIND_CHECKS = {"msrl-train": [msrl_checks.problems], "pipeline": [handoff_checks.problems]}
 
 
 class RenderError(ValueError):

@@ -26,6 +26,7 @@ from npu_port.transpiler.analysis.imports import bindings_of
 from npu_port.transpiler.analysis.literals import is_main_guard
 from npu_port.transpiler.core.files import too_deep_for_this_process
 from npu_port.transpiler.core.python_source import parse_module, syntax_error_message
+from npu_port.transpiler.generate import handoff_checks
 from npu_port.transpiler.generate.contexts import version_set
 from npu_port.transpiler.generate.render import python_literal, render_partial, schemas
 from npu_port.transpiler.generate.schema import is_identifier
@@ -194,6 +195,8 @@ def _check_agent_request(agent: AgentOptions, options: Optional[Mapping[str, Any
     if handoff_dir is not None:
         problems.append("--handoff-dir: with --agent-loop the weights come from VERL's newest checkpoint "
                         "(trainer.default_local_dir)")
+    if options:
+        problems += handoff_checks.problems({"weight_handoff": agent.weight_handoff, **options})
     if options and options.get("model_path") is not None:
         problems.append("--model-path: with --agent-loop the agent's engine serves the model VERL trains "
                         "(actor_rollout_ref.model.path), whose checkpoints replace its weights")
