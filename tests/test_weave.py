@@ -263,3 +263,13 @@ def test_requirements_out_writes_the_set_the_woven_code_targets(tmp_path):
     assert "# Targets: verl 0.8.0, vLLM 0.11.0 + vllm-ascend 0.11.0" in (tmp_path / "woven.py").read_text()
     diff = CliRunner().invoke(cli, ["weave", str(script), "--diff", "--requirements-out", str(tmp_path / "r2.txt")])
     assert diff.exit_code == 0 and not (tmp_path / "r2.txt").exists()  # --diff writes nothing
+
+
+def test_agent_loop_leaves_a_scripts_common_names_alone():
+    """Names a training script often has of its own (HERE, evaluate, hand_off, load_module) are not the
+    woven agent code's, so weaving does not refuse such a script."""
+    source = _agent_fixture().replace(
+        "\n\n@hydra.main", "\n\nHERE = os.path.dirname(__file__)\n\n\ndef evaluate(model):\n    return model\n\n\n"
+        "def hand_off(x):\n    return x\n\n\ndef load_module(name):\n    return name\n\n\n@hydra.main")
+    assert "def evaluate(" in source
+    assert weave(source, agent=AgentOptions()).agent_calls == 1
