@@ -71,6 +71,12 @@ def test_the_commands_messages_print_as_rich_prints_them(markup):
     _same(markup)
 
 
+def test_a_narrow_terminal_width_changes_nothing_when_soft_wrapping(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "20")
+    for markup in _MESSAGES:
+        _same(markup)
+
+
 def test_plain_messages_do_not_need_rich():
     plain = [m for m in _MESSAGES if plain_console._plain(m) is not None]
     assert len(plain) == len(_MESSAGES) - 1  # all but the one with a real emoji code
