@@ -5,9 +5,7 @@ from __future__ import annotations
 import errno
 import os
 import re
-import shutil
 import stat
-import tempfile
 from collections.abc import Iterable, Iterator
 from pathlib import Path
 from typing import Optional
@@ -554,6 +552,8 @@ def _write_stream(path: Path, data: bytes) -> None:
 
 
 def _temp_beside(path: Path) -> tuple[int, str]:
+    import tempfile  # imported by the first write: a run that writes nothing (stdout) need not load it
+
     path.parent.mkdir(parents=True, exist_ok=True)
     _remove_stale_temps(str(path.parent))
     return tempfile.mkstemp(prefix=f".{path.name}.{os.getpid()}.", suffix=TMP_SUFFIX, dir=path.parent)
@@ -655,6 +655,8 @@ def atomic_copy(src: Path, dest: Path, *, streams: bool = False) -> None:
     if is_stream_output(dest, streams):
         _write_stream(dest, read_source(src, max_bytes=1 << 62))
         return
+    import shutil  # with bz2 and lzma: only a run that copies files loads it
+
     fd, tmp = _temp_beside(dest)
     os.close(fd)
     try:
