@@ -18,7 +18,6 @@ import hashlib
 import json
 import os
 import re
-import shutil
 import sys
 import time
 from collections.abc import Sequence
@@ -356,6 +355,8 @@ class Cache:
             folders.sort(key=lambda p: (p.name in in_use, p.stat().st_mtime), reverse=True)
         except OSError:
             return
+        import shutil  # with bz2 and lzma: only here, where old fingerprint folders go
+
         for old in folders[KEEP_FINGERPRINTS:]:
             shutil.rmtree(old, ignore_errors=True)
 
