@@ -10,10 +10,8 @@ the whole pool, and a running task cannot be stopped.
 from __future__ import annotations
 
 import os
-import shutil
 import signal
 import sys
-import tempfile
 import time
 from collections import deque
 from collections.abc import Sequence
@@ -160,6 +158,8 @@ class ProcessExecutor:
                 w.give(self._queue.popleft())
         while self._queue and len(self._workers) < self.processes:
             if self._empty_dir is None:
+                import tempfile  # a pool's only: a run converted inline need not load it
+
                 self._empty_dir = tempfile.mkdtemp(prefix="npu-port-start-")
             w = _Worker(self._ctx, self.jobs, self.timeout, self._path, self._empty_dir)
             self._workers.append(w)
@@ -218,6 +218,8 @@ class ProcessExecutor:
         self._workers.clear()
         self._queue.clear()
         if self._empty_dir is not None:
+            import shutil
+
             shutil.rmtree(self._empty_dir, ignore_errors=True)
             self._empty_dir = None
 
