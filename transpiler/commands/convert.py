@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import importlib.util
 import os
-import shutil
 import signal
 import stat
 import sys
@@ -326,6 +325,8 @@ def _convert_stdin(config: ProjectConfig, settings: Settings, show_diff: bool, c
 
 def _echo_stdin(head: bytes) -> None:
     """stdin unchanged on stdout: what was read, then the rest as it comes (never all in memory)."""
+    import shutil  # only to pass stdin through
+
     sys.stdout.buffer.write(head)
     shutil.copyfileobj(sys.stdin.buffer, sys.stdout.buffer)
     sys.stdout.flush()
@@ -337,6 +338,8 @@ def _pass_through(path: Path) -> None:
     try:
         if not stat.S_ISREG(os.stat(path).st_mode):  # a FIFO or a device would block or never end
             return
+        import shutil  # only to pass a file through
+
         with open(path, "rb") as fh:
             shutil.copyfileobj(fh, sys.stdout.buffer)
     except OSError:

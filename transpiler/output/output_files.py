@@ -14,9 +14,7 @@ report, and a link planted there is replaced, not written through. A stream is w
 from __future__ import annotations
 
 import os
-import shutil
 import stat
-import tempfile
 from collections.abc import Callable, Iterable
 from pathlib import Path
 from typing import Optional
@@ -69,6 +67,9 @@ def write_by_rename(dest: Path, write: Callable[[Path], None]) -> None:
     if is_stream_output(dest):
         write(dest)
         return
+    import shutil  # with tempfile, bz2 and lzma: only a run that writes a report or summary loads them
+    import tempfile
+
     folder = dest.parent
     folder.mkdir(parents=True, exist_ok=True)  # `--report out/r.json` before out/ exists, as ruff's -o
     tmp_dir = tempfile.mkdtemp(prefix=f".{dest.name}.", suffix=TMP_SUFFIX + "dir", dir=folder)
