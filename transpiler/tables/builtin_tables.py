@@ -1366,7 +1366,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                    'hint': 'no torch_npu equivalent'}]},
     ),
     ('ascend', 'unsupported_libraries'): (
-        '70dd544d068bf4081da41fc5d1669e20',
+        '5e280f7342d81d4f0b9707fde98a2509',
         {'rows': [{'module': 'triton',
                    'what': 'Triton (GPU kernels written in Python)',
                    'hint': 'Triton kernels need triton-ascend, the Ascend Triton backend, and usually retuning (block '
@@ -1446,6 +1446,14 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                    'what': 'Numba CUDA kernels',
                    'hint': 'Numba has no Ascend target; rewrite the kernel with torch / torch_npu ops',
                    'source': 'framework_ground_truth.md, Cannot be auto-converted (custom CUDA kernels)'},
+                  {'module': 'nvtx',
+                   'what': "NVTX ranges (NVIDIA's nvtx package)",
+                   'hint': "the package installs on an Ascend host but only NVIDIA's profilers (Nsight Systems) read its "
+                           'ranges; mark them with torch.npu.mstx.range_start / range_end (or mstx.mark), which msprof '
+                           'records',
+                   'npu_names': ['torch.npu.mstx.range_start', 'torch.npu.mstx.range_end', 'torch.npu.mstx.mark'],
+                   'source': 'NVIDIA/NVTX python/nvtx (annotate, push_range, start_range); torch-npu 2.14.0 '
+                             'torch_npu/npu/mstx.py'},
                   {'module': 'pynvml',
                    'uses': True,
                    'what': 'NVML bindings (GPU monitoring)',
