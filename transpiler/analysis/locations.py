@@ -71,12 +71,18 @@ class _SyntacticSpan:
         spans[id(self.node)] = (start, end)
 
 
+def _generate(node: cst.CSTNode, module: cst.Module) -> _OffsetState:
+    """The code generation positions come from: `node`'s tokens with every node's token span."""
+    state = _OffsetState(module)
+    node._codegen(state)
+    return state
+
+
 class NodeLocations:
     """Positions of the nodes of one module, computed in one code generation pass on first use."""
 
     def __init__(self, module: cst.Module):
-        state = _OffsetState(module)
-        module._codegen(state)
+        state = _generate(module, module)
         self._spans = state.spans
         self._nodes_alive = module  # ids stay valid only while the tree lives
         self._offsets = [0, *accumulate(map(len, state.tokens))]  # token index -> character offset
@@ -140,8 +146,7 @@ class StatementLocations:
         start = self._starts.get(key)
         placed = None
         if start is not None:
-            state = _OffsetState(self._module)
-            statement._codegen(state)
+            state = _generate(statement, self._module)
             code = "".join(state.tokens)
             if code and self._text.startswith(code, start):
                 placed = (state.spans, list(accumulate(map(len, state.tokens), initial=start)))
