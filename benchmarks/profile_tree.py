@@ -12,8 +12,8 @@ without the profiler, and the `total` line the unprofiled conversion.
   prefilter     Engine.needs_parse: the trigger search, the lexical scan and the scouts of every file
   parse         python_source.parse_module: LibCST's parse of the files the scouts let through
   dispatch      analysis.dispatch.code: source text rendered from nodes for the device-dispatch tests
-  positions     analysis.locations: line numbers from a second code generation (of the statements
-                asked about, or of the whole module)
+  positions     analysis.locations._generate: line numbers from a second code generation (of the
+                statements asked about, or of the whole module)
   emit          cst.Module.code of the converted modules
   yaml          ruamel's round-trip load of the YAML files a trigger lets through
   rules         the rest of the Python pass: the rules' visits, the walk, the analysis
@@ -48,7 +48,7 @@ PHASES = {
     "prefilter": [("transpiler/core/engine.py", "needs_parse")],
     "parse": [("transpiler/core/python_source.py", "parse_module")],
     "dispatch": [("transpiler/analysis/dispatch.py", "code")],
-    "positions": [("transpiler/analysis/locations.py", "__init__"), ("transpiler/analysis/locations.py", "_place")],
+    "positions": [("transpiler/analysis/locations.py", "_generate")],
     "emit": [("libcst/_nodes/module.py", "code")],
     "yaml": [("transpiler/text/yaml_edit.py", "_load_all")],
 }
