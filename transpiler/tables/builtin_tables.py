@@ -513,7 +513,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                                       '`--distributed-executor-backend` keep their value, and VERL has no key for it.'}]},
     ),
     ('ascend', 'megatron_flags'): (
-        '949984dd3bf556c04cafade361bf8192',
+        '455497ba3fcbaaf28723699811cff2b2',
         {'rows': [{'option': '--apply-rope-fusion',
                    'key': 'apply_rope_fusion',
                    'severity': 'info',
@@ -544,6 +544,11 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                    'source': ['Ascend/MindSpeed docs/zh/features/transformer_engine.md @ 028de58c '
                               '("使用transformer_engine时需同时开启--use-flash-attn"; "仅支持mcore models")',
                               'Ascend/MindSpeed docs/zh/user-guide/quickstart.md @ 028de58c (--transformer-impl local)']}],
+         'python': {'config_classes': ['megatron.core.transformer.TransformerConfig',
+                                       'megatron.core.transformer.transformer_config.TransformerConfig',
+                                       'megatron.core.transformer.MLATransformerConfig',
+                                       'megatron.core.transformer.transformer_config.MLATransformerConfig'],
+                    'override_names': ['override_transformer_config', 'override_transformer_config_kwargs']},
          'supported': [{'option': '--use-flash-attn',
                         'source': 'Ascend/MindSpeed docs/zh/features/flash-attention.md @ 028de58c (npu_fusion_attention)'},
                        {'option': '--gradient-accumulation-fusion',
