@@ -71,7 +71,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                    'hint': 'a CUDA backend setting with no Ascend NPU equivalent; it has no effect there'}]},
     ),
     ('ascend', 'bitsandbytes_npu'): (
-        '71e7e00219b2d0ee9f3fd7ad269dc83f',
+        'c9ca3661f13bc441e383df5ec3b1cb69',
         {'backend_hint': "bitsandbytes' Ascend backend is built from source (branch multi-backend-refactor, `cmake "
                          '-DCOMPUTE_BACKEND=npu`) and runs 4-bit NF4 only, without double quantisation',
          'python': {'config_classes': ['transformers.BitsAndBytesConfig',
@@ -106,7 +106,13 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                  'four_bit_key': 'load_in_4bit',
                  'eight_bit_key': 'load_in_8bit',
                  'double_quant': {'key': 'use_bnb_nested_quant', 'npu_value': 'false'},
-                 'quant_type': {'key': 'bnb_4bit_quant_type', 'supported': ['nf4']}}},
+                 'quant_type': {'key': 'bnb_4bit_quant_type', 'supported': ['nf4']}},
+         'shell': {'trl': {'programs': ['trl'],
+                           'modules': ['trl.scripts', 'trl.cli'],
+                           'script_dirs': ['trl/scripts/', 'examples/scripts/']},
+                   'llamafactory': {'programs': ['llamafactory-cli', 'lmf'],
+                                    'modules': ['llamafactory.cli'],
+                                    'scripts': ['src/train.py', 'llamafactory/launcher.py']}}},
     ),
     ('ascend', 'communicators'): (
         '0ab4e3f404d54b6b41202fdb5d8e5cfc',
