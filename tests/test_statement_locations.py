@@ -13,6 +13,9 @@ from npu_port.transpiler.core.engine import Engine
 from npu_port.transpiler.core.settings import Settings
 
 MORE = [
+    b"class A:\n    '''doc'''\n    x = 1; y = 2\n\n    # c\n    @property\n    def p(self):\n        return 1\n"
+    b"    class B:\n        def q(self): ...\n    z = [\n  1]\n",
+    b"class C: pass\nclass D:\n  if x:\n      y = 1\n  else:\n   y = 2\n",
     b"\xef\xbb\xbfimport torch\nx = 1\n",  # a BOM: the text has one character more than the code
     b"import torch; x = torch.zeros(1).cuda(); y = 2\n\n\n# c\n@a\n# between\n@b(\n  1)\nclass C: pass\n",
     b"(\n    torch.cuda\n).synchronize()\nz = 1\n",
@@ -25,17 +28,23 @@ MORE = [
 
 
 class _Tops(cst.CSTVisitor):
-    """The engine's map (python_source._Dispatcher): each node to the top-level statement it lies in."""
+    """The engine's maps (python_source._Dispatcher): each node to the statement it lies in (top-level,
+    or in the body of such a class), and each such statement's indentation."""
 
     def __init__(self, module: cst.Module):
         self.top_of: dict[int, cst.CSTNode] = {}
+        self.indents: dict[int, tuple[str, ...]] = {id(s): () for s in module.body}
         self.nodes: list[cst.CSTNode] = []
-        self._tops = {id(s) for s in module.body}
+        self._default = module.default_indent
         self._top = None
 
     def on_visit(self, node):
-        if id(node) in self._tops:
+        indents = self.indents.get(id(node))
+        if indents is not None:
             self._top = node
+            if isinstance(node, cst.ClassDef) and isinstance(node.body, cst.IndentedBlock):
+                inner = (*indents, self._default if node.body.indent is None else node.body.indent)
+                self.indents.update((id(s), inner) for s in node.body.body)
         if self._top is not None:
             self.top_of.setdefault(id(node), self._top)
         self.nodes.append(node)
@@ -49,7 +58,7 @@ def test_statement_positions_equal_the_whole_modules(data):
     module.visit(tops)
     text = data.decode(module.encoding, errors="replace")
     whole = NodeLocations(module)
-    ours = StatementLocations(module, text, tops.top_of)
+    ours = StatementLocations(module, text, tops.top_of, tops.indents)
     for node in tops.nodes:
         assert ours.get(node) == whole.get(node), (type(node).__name__, data[:60])
 
@@ -60,9 +69,25 @@ def test_a_node_in_one_statement_generates_that_statement_only():
     tops = _Tops(module)
     module.visit(tops)
     call = next(n for n in tops.nodes if isinstance(n, cst.Call))
-    ours = StatementLocations(module, data.decode(), tops.top_of)
+    ours = StatementLocations(module, data.decode(), tops.top_of, tops.indents)
     assert ours.get(call) == NodeLocations(module).get(call)
     assert ours._whole is None and len([p for p in ours._placed.values() if p]) == 1
+
+
+def test_a_node_in_a_method_generates_that_method_only():
+    data = (b"import torch\n\n\nclass Worker:\n    # a comment\n    x = 1\n\n    @staticmethod\n"
+            b"    def f(t):\n        return t.cuda()\n\n  # at another indent\n    class Inner:\n"
+            b"          def g(self):\n              return 2\n")
+    module = cst.parse_module(data)
+    tops = _Tops(module)
+    module.visit(tops)
+    whole = NodeLocations(module)
+    ours = StatementLocations(module, data.decode(), tops.top_of, tops.indents)
+    call = next(n for n in tops.nodes if isinstance(n, cst.Call))
+    assert ours.get(call) == whole.get(call)
+    placed = [p for p in ours._placed.values() if p]
+    assert len(placed) == 1 and len(placed[0][0]) < len(whole._spans) // 2  # the method, not the class
+    assert all(ours.get(n) == whole.get(n) for n in tops.nodes)
 
 
 def test_the_engines_walk_gives_the_map():

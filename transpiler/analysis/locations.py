@@ -17,7 +17,7 @@ import ast
 import re
 import warnings
 from bisect import bisect_right
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from itertools import accumulate
 from typing import Optional
 
@@ -71,9 +71,11 @@ class _SyntacticSpan:
         spans[id(self.node)] = (start, end)
 
 
-def _generate(node: cst.CSTNode, module: cst.Module) -> _OffsetState:
-    """The code generation positions come from: `node`'s tokens with every node's token span."""
+def _generate(node: cst.CSTNode, module: cst.Module, indents: tuple[str, ...] = ()) -> _OffsetState:
+    """The code generation positions come from: `node`'s tokens with every node's token span, its
+    lines indented by `indents` as its enclosing blocks would indent them."""
     state = _OffsetState(module)
+    state.indent_tokens.extend(indents)
     node._codegen(state)
     return state
 
@@ -101,10 +103,12 @@ class NodeLocations:
 
 
 class StatementLocations:
-    """The positions NodeLocations gives, from the code of one top-level statement at a time.
+    """The positions NodeLocations gives, from the code of one statement at a time.
 
-    `top_of` maps the id of every node the engine's walk met to the top-level statement it lies in.
-    A statement's code starts at the first line of its leading blank and comment lines (LibCST's
+    `statement_of` maps the id of every node the engine's walk met to the statement it lies in: a
+    top-level one or one in the body of such a class, whose indentation `indents` gives (the
+    tokens its lines start with, as the enclosing blocks' code generation would add them). A
+    statement's code starts at the first line of its leading blank and comment lines (LibCST's
     `leading_lines`), which is its first line in CPython's `ast` (a decorated definition's first
     decorator) less that many lines; the statement is used only where its generated code is exactly
     the source text there, so the offsets are the ones the whole module's code would give. A node no
@@ -112,10 +116,12 @@ class StatementLocations:
     a file without a final newline, a BOM, syntax CPython's parser refuses) gets NodeLocations'
     position, generated once for the whole module as before."""
 
-    def __init__(self, module: cst.Module, text: str, top_of: Mapping[int, cst.CSTNode]):
+    def __init__(self, module: cst.Module, text: str, statement_of: Mapping[int, cst.CSTNode],
+                 indents: Optional[Mapping[int, tuple[str, ...]]] = None):
         self._module = module
         self._text = text
-        self._top_of = top_of
+        self._top_of = statement_of
+        self._indents = indents or {}
         self._starts: Optional[dict[int, int]] = None  # id(statement) -> offset of its code in the text
         self._placed: dict[int, Optional[tuple[dict[int, tuple[int, int]], list[int]]]] = {}
         self._line_starts: list[int] = []
@@ -146,7 +152,7 @@ class StatementLocations:
         start = self._starts.get(key)
         placed = None
         if start is not None:
-            state = _generate(statement, self._module)
+            state = _generate(statement, self._module, self._indents.get(key, ()))
             code = "".join(state.tokens)
             if code and self._text.startswith(code, start):
                 placed = (state.spans, list(accumulate(map(len, state.tokens), initial=start)))
@@ -165,8 +171,16 @@ def _statement_starts(module: cst.Module, text: str, line_starts: list[int]) -> 
         except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
             return {}
     starts: dict[int, int] = {}
+    _pair(module.body, body, line_starts, starts)
+    return starts
+
+
+def _pair(statements: Sequence[cst.BaseStatement], body: Sequence[ast.stmt], line_starts: list[int],
+          starts: dict[int, int]) -> None:
+    """Where each of `statements` starts, from the `ast` statements of the same block; into the
+    bodies of classes too."""
     i = 0
-    for statement in module.body:
+    for statement in statements:
         if i >= len(body):
             break
         first = body[i]
@@ -175,4 +189,6 @@ def _statement_starts(module: cst.Module, text: str, line_starts: list[int]) -> 
         index = line - 1 - len(statement.leading_lines)
         if 0 <= index < len(line_starts):
             starts[id(statement)] = line_starts[index]
-    return starts
+        if isinstance(statement, cst.ClassDef) and isinstance(first, ast.ClassDef) \
+                and isinstance(statement.body, cst.IndentedBlock):
+            _pair(statement.body.body, first.body, line_starts, starts)

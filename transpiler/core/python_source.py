@@ -90,19 +90,28 @@ class _Dispatcher(cst.CSTTransformer):
         # Nodes found to be dispatch code before the walk reaches them: `if`s beside one that handles the
         # NPU, registration keys, parameter defaults the function dispatches on, third-party cuda= flags.
         self._marked: dict[int, Guard] = {}
-        self._tops: frozenset[int] = frozenset()  # ids of the module's top-level statements
-        self._top: Optional[cst.CSTNode] = None  # the one being walked through
+        self._top: Optional[cst.CSTNode] = None  # the statement positions are generated for (see on_visit)
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         kind = type(node)
         if kind in _SCOPE_TYPES:
             self._ctx.imports.enter(node)
             if kind is cst.Module:
-                self._tops = frozenset(id(s) for s in node.body)  # type: ignore[attr-defined]
-        if id(node) in self._tops:
+                for statement in node.body:  # type: ignore[attr-defined]
+                    self._ctx.statement_indents[id(statement)] = ()
+        # Each node goes to the statement its position is generated with (analysis/locations): a
+        # top-level one, or one in the body of such a class (a method of a large class is generated
+        # without the rest of the class), which makes its own body's statements placeable too.
+        indents = self._ctx.statement_indents.get(id(node))
+        if indents is not None:
             self._top = node
+            if kind is cst.ClassDef and type(node.body) is cst.IndentedBlock:  # type: ignore[attr-defined]
+                block = node.body  # type: ignore[attr-defined]
+                inner = (*indents, self._ctx.module.default_indent if block.indent is None else block.indent)
+                for statement in block.body:
+                    self._ctx.statement_indents[id(statement)] = inner
         if self._top is not None:
-            self._ctx.top_statements.setdefault(id(node), self._top)  # the first place a node is met, as codegen's
+            self._ctx.statement_of.setdefault(id(node), self._top)  # the first place a node is met, as codegen's
         if kind in _PATCH_TYPES:
             targets = _patch_targets(node)
             for target in targets:

@@ -164,9 +164,11 @@ class PythonContext(FileContext):
         self.module = module
         self.imports = ImportTable()
         self._positions: Optional[StatementLocations] = None
-        # id(node) -> the top-level statement it lies in, filled by the engine's walk: positions are
-        # generated for those statements alone (analysis/locations.StatementLocations).
-        self.top_statements: dict[int, cst.CSTNode] = {}
+        # id(node) -> the statement it lies in (top-level, or in the body of such a class), and each
+        # such statement's indentation, filled by the engine's walk: positions are generated for those
+        # statements alone (analysis/locations.StatementLocations).
+        self.statement_of: dict[int, cst.CSTNode] = {}
+        self.statement_indents: dict[int, tuple[str, ...]] = {}
         # Findings whose line is only known once positions are computed: (node, Finding-kwargs).
         self._pending: list[tuple[cst.CSTNode, dict]] = []
         # Which device-dispatch shapes the text can hold (analysis/dispatch), and the nodes inside one,
@@ -201,7 +203,7 @@ class PythonContext(FileContext):
         # Computed once per file and only when a rule needs a line: most parsed files need it,
         # but never before the first change or finding.
         if self._positions is None:
-            self._positions = StatementLocations(self.module, self.text, self.top_statements)
+            self._positions = StatementLocations(self.module, self.text, self.statement_of, self.statement_indents)
         return self._positions.get(node)
 
     def is_patched(self, node: cst.CSTNode) -> bool:
