@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+from ruamel.yaml.comments import CommentedMap
+
 from npu_port.codemods.shell_megatron_fusions import rows
+from npu_port.transpiler.tables.mapping import load_table
 from npu_port.transpiler.text.yaml_edit import YamlDocument, YamlRule
 
 # Mappings whose keys are Megatron settings: VERL's `...megatron.override_transformer_config` (TransformerConfig
@@ -15,7 +18,9 @@ class YamlMegatronFusions(YamlRule):
 
     What it does:
         In a mapping named `override_transformer_config` (VERL's Megatron overrides) or
-        `megatron_training` (MindSpeed-RL's Megatron arguments), the settings of shell-megatron-fusions'
+        `megatron_training` (MindSpeed-RL's Megatron arguments), and at the top of a LLaMA-Factory config
+        that trains with Megatron (`model_name_or_path` or `stage` beside a Megatron parallel size, as
+        its examples/megatron/*.yaml), the settings of shell-megatron-fusions'
         table (codemods/data/ascend/megatron_flags.yaml) are reported with the MindSpeed setting to use:
         `tp_comm_overlap: true`, `apply_rope_fusion: true` (info), and `transformer_impl:
         transformer_engine` where the same mapping does not set `use_flash_attn: true`. A value of false,
@@ -39,18 +44,24 @@ class YamlMegatronFusions(YamlRule):
     TRIGGERS = ("rope_fusion", "tp_comm_overlap", "transformer_engine")
 
     def check(self, doc: YamlDocument) -> None:
+        lmf = load_table(self.ctx.target, "megatron_flags")["llamafactory"]
         for path, mapping in doc.mappings():
-            if not path or path[-1] not in _SECTIONS:
+            if path and path[-1] in _SECTIONS:
+                self._judge(doc, mapping)
+            elif not path and any(k in mapping for k in lmf["config_keys"]) and any(
+                    k in mapping for k in lmf["megatron_keys"]):
+                self._judge(doc, mapping)
+
+    def _judge(self, doc: YamlDocument, mapping: CommentedMap) -> None:
+        for row in rows(self.ctx.target):
+            key = row.key or row.option.lstrip("-").replace("-", "_")
+            if key not in mapping:
                 continue
-            for row in rows(self.ctx.target):
-                key = row.key or row.option.lstrip("-").replace("-", "_")
-                if key not in mapping:
-                    continue
-                value = mapping[key]
-                wanted = row.value if row.value else True
-                if value != wanted:
-                    continue
-                if row.unless and mapping.get(row.unless.lstrip("-").replace("-", "_")) is True:
-                    continue
-                self.report(doc.key_span(mapping, key)[0], f"{key}: {row.what}", severity=row.severity,
-                            hint=row.setting)
+            value = mapping[key]
+            wanted = row.value if row.value else True
+            if value != wanted:
+                continue
+            if row.unless and mapping.get(row.unless.lstrip("-").replace("-", "_")) is True:
+                continue
+            self.report(doc.key_span(mapping, key)[0], f"{key}: {row.what}", severity=row.severity,
+                        hint=row.setting)
