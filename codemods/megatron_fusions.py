@@ -25,7 +25,7 @@ def _python(target: str) -> dict[str, Any]:
 
 def _key(row: FlagRow) -> str:
     """The TransformerConfig field of a row: its `key`, or the option's name (`--transformer-impl`)."""
-    return row.key or row.option.lstrip("-").replace("-", "_")
+    return row.field
 
 
 def _name(node: cst.BaseExpression) -> Optional[str]:

@@ -23,13 +23,23 @@ class FlagRow:
     what: str
     setting: str
 
+    @property
+    def field(self) -> str:
+        """The setting's name in Python and in parsers built from dataclasses: `key`, or the option's."""
+        return self.key or self.option.lstrip("-").replace("-", "_")
+
     def pattern(self) -> re.Pattern[str]:
         """The flag as a token of a word (a launcher's `GPT_ARGS="..."` holds many), with its value when the
-        row names one; or VERL's `override_transformer_config.KEY=<true>` for the same setting."""
-        flag = re.escape(self.option) + (rf"(?:=|\s+)['\"]?{re.escape(self.value)}\b" if self.value else "")
-        forms = [rf"(?<![\w-]){flag}(?![\w-])"]
+        row names one, also as `--field_name` (LLaMA-Factory's HfArgumentParser); VERL's
+        `override_transformer_config.KEY=<true>`; or `field=<value>` (LLaMA-Factory's overrides after its
+        config file)."""
+        value = rf"(?:=|\s+)['\"]?{re.escape(self.value)}\b" if self.value else ""
+        options = {re.escape(self.option), re.escape("--" + self.field)}
+        forms = [rf"(?<![\w-])(?:{'|'.join(sorted(options))}){value}(?![\w-])"]
+        truth = re.escape(self.value) if self.value else "(?:True|true|1)"
         if self.key:
             forms.append(rf"override_transformer_config\.{re.escape(self.key)}=['\"]?(?:True|true|1)\b")
+        forms.append(rf"(?<![\w.$-]){re.escape(self.field)}=['\"]?{truth}\b")
         return re.compile("|".join(forms))
 
 
@@ -52,8 +62,9 @@ class ShellMegatronFusions(ShellRule):
     What it does:
         In shell launchers, a Megatron flag of the table codemods/data/ascend/megatron_flags.yaml, as a
         command argument or inside a variable that holds the arguments (`GPT_ARGS="... --tp-comm-overlap"`),
-        or the same setting as VERL's `...megatron.override_transformer_config.KEY=True` override, is
-        reported once per line with what MindSpeed does instead: `--tp-comm-overlap` (Transformer
+        or the same setting as VERL's `...megatron.override_transformer_config.KEY=True` override, or
+        under the field's name as LLaMA-Factory's Megatron runs take it (`--apply_rope_fusion`, and
+        `apply_rope_fusion=true` after its config file), is reported once per line with what MindSpeed does instead: `--tp-comm-overlap` (Transformer
         Engine's userbuffers; MindSpeed turns it off: `--use-ascend-mc2` / `--use-ascend-coc`),
         `--apply-rope-fusion` (Apex's / TE's fused RoPE; MindSpeed's is `--use-fused-rotary-pos-emb`, info)
         and `--transformer-impl transformer_engine` in a script without `--use-flash-attn` (MindSpeed's
@@ -85,7 +96,9 @@ class ShellMegatronFusions(ShellRule):
         reported: set[tuple[str, int]] = set()
         for row in rows(self.ctx.target):
             # `unless` is read across the whole script: a launcher builds its arguments in several variables.
-            if row.unless and re.search(rf"(?<![\w-]){re.escape(row.unless)}(?![\w-])", every_word):
+            unless = row.unless.lstrip("-").replace("-", "_") if row.unless else ""
+            if row.unless and re.search(rf"(?<![\w-])(?:{re.escape(row.unless)}|--{unless}|{unless}=(?:True|true|1)\b)"
+                                        r"(?![\w-])", every_word):
                 continue
             pattern = row.pattern()
             for i, word in enumerate(words):

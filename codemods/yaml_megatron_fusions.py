@@ -54,7 +54,7 @@ class YamlMegatronFusions(YamlRule):
 
     def _judge(self, doc: YamlDocument, mapping: CommentedMap) -> None:
         for row in rows(self.ctx.target):
-            key = row.key or row.option.lstrip("-").replace("-", "_")
+            key = row.field
             if key not in mapping:
                 continue
             value = mapping[key]
