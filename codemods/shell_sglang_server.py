@@ -57,7 +57,7 @@ class ShellSglangServer(ShellRule):
                 for opt, value_word, start, end in option_values(launch.args, table["attention_options"]):
                     value = value_word.value if value_word else (opt.value or "").partition("=")[2]
                     name = (opt.value or opt.text).partition("=")[0]
-                    if value in cuda_backends and (span := token_span(script, start, end, value)):
+                    if value and value in cuda_backends and (span := token_span(script, start, end, value)):
                         self.change(*span, backend, f"sglang {name} {value} -> {backend}: no {value} kernels on Ascend",
                                     quote=cmd.quote, scope=(cmd.start, cmd.end))
             elif launch.target in verl:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import math
 import re
 import shlex
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -32,7 +32,9 @@ KIND_FOLDERS = {
     "pipeline": "pipeline",
 }
 # Checks a kind's framework applies at start-up, beyond its schema's constraints.
-KIND_CHECKS = {"msrl-train": [msrl_checks.problems], "pipeline": [handoff_checks.problems]}
+# Checks of a kind's values beyond its schema: each returns the problems it finds.
+KIND_CHECKS: dict[str, list[Callable[[Mapping[str, Any]], list[str]]]] = {
+    "msrl-train": [msrl_checks.problems], "pipeline": [handoff_checks.problems]}
 
 
 class RenderError(ValueError):
