@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 from test_generate_ray_init import MAIN_PPO, _fake_verl
 from test_weave_agent_loop import FakeLLM, Recorder, keep_env
+from verl_tool_stubs import function_tool_module
 
 from npu_port.transpiler.generate.render import render, schemas
 
@@ -100,13 +101,6 @@ def pipeline(tmp_path, monkeypatch):
 
 def _stub_agent_packages(monkeypatch, recorder):
     keep_env(monkeypatch)
-    registry = {}
-
-    def function_tool(fn):
-        schema = {"type": "function", "function": {"name": fn.__name__}}
-        registry[fn.__name__] = types.SimpleNamespace(name=fn.__name__, fn=fn, tool_schema=types.SimpleNamespace(
-            model_dump=lambda: schema))
-        return fn
 
     def read_parquet(path):
         rows = [{"prompt": [{"role": "user", "content": "84"}], "data_source": "gsm8k",
@@ -116,8 +110,7 @@ def _stub_agent_packages(monkeypatch, recorder):
     stubs = {
         "vllm": {"LLM": lambda **kw: FakeLLM(recorder, **kw), "SamplingParams": lambda **kw: kw},
         "verl.tools": {},
-        "verl.tools.function_tool": {"FUNCTION_TOOL_REGISTRY": registry, "function_tool": function_tool,
-                                     "get_function_tool": registry.__getitem__},
+        "verl.tools.function_tool": function_tool_module(),
         "pandas": {"read_parquet": read_parquet},
     }
     for name, attrs in stubs.items():

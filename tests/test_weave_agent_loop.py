@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 import yaml
 from click.testing import CliRunner
+from verl_tool_stubs import function_tool_module
 
 from npu_port.transpiler.cli import cli
 from npu_port.transpiler.generate.weave import AgentOptions, WeaveError, weave
@@ -121,14 +122,6 @@ def _stub_packages(monkeypatch, recorder):
         (hf / "config.json").write_text("{}")
         (root / "latest_checkpointed_iteration.txt").write_text("2")
 
-    registry = {}
-
-    def function_tool(fn):
-        schema = {"type": "function", "function": {"name": fn.__name__}}
-        registry[fn.__name__] = types.SimpleNamespace(name=fn.__name__, fn=fn, tool_schema=types.SimpleNamespace(
-            model_dump=lambda: schema))
-        return fn
-
     def read_parquet(path):
         rows = [{"prompt": [{"role": "user", "content": "84"}], "data_source": "gsm8k",
                  "reward_model": {"ground_truth": "84"}, "file": path},
@@ -142,8 +135,7 @@ def _stub_packages(monkeypatch, recorder):
     module("verl.trainer")
     module("verl.trainer.main_ppo", run_ppo=run_ppo, TaskRunnerV1=object)
     module("verl.tools")
-    module("verl.tools.function_tool", FUNCTION_TOOL_REGISTRY=registry, function_tool=function_tool,
-           get_function_tool=registry.__getitem__)
+    module("verl.tools.function_tool", **function_tool_module())
     module("pandas", read_parquet=read_parquet)
 
 
