@@ -45,7 +45,7 @@ def main() -> None:
                 for _ in range(args.rounds):
                     if fresh_cache:
                         shutil.rmtree(work / ".npu-port-cache", ignore_errors=True)
-                    times.append(cpu_of(argv, work))
+                    times.append(cpu_of(argv, work, dict(os.environ)))
                 return min(times)
 
             conv = best(tool + ["convert", str(tree), "--out", str(out), "--force", "--no-cache", "-q", "-j", "1"], True)
