@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap
 
 from npu_port.transpiler.core.report import Severity
 from npu_port.transpiler.core.rules import TextRule
 from npu_port.transpiler.tables import verl_keys
+from npu_port.transpiler.text.yaml_edit import parse_yaml
 
 _SKIP_TOP = frozenset({"defaults", "hydra"})
 # Why a YAML key is a warning where a launcher override is an error.
@@ -110,7 +110,9 @@ class UnknownVerlKeyYaml(TextRule):
 
     def apply(self, text: str) -> str:
         try:
-            docs = list(YAML(typ="rt").load_all(text))
+            # The YAML rules' parse of this text, shared (a second ruamel load cost `check` as much as
+            # the rest of a VERL config's checks).
+            docs = parse_yaml(self.ctx, text)[0].documents
         except Exception:  # a YAML error belongs to the YAML rules' report, not to a key check
             return text
         release = verl_keys.release(getattr(self.ctx.options, "verl_version", None))
