@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from typing import Optional
 
 import libcst as cst
@@ -17,6 +18,40 @@ _NPU_VALUES = frozenset({"npu", "NPU", "hccl", "HCCL"})
 def _npu_value(node: cst.BaseExpression) -> Optional[str]:
     value = string_value(node)
     return value if value is not None and value.split(":")[0] in _NPU_VALUES else None
+
+
+def _ast_npu_value(node: ast.AST) -> Optional[str]:
+    if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.split(":")[0] in _NPU_VALUES:
+        return node.value
+    return None
+
+
+def _may_report(nodes: tuple[ast.AST, ...]) -> bool:
+    """Whether the file has a shape the rule reports: an over-approximation on the file's `ast`."""
+    imports_ray = any(isinstance(n, ast.Import) and any(a.name.split(".")[0] == "ray" for a in n.names)
+                      or isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "ray" for n in nodes)
+    tested: set[tuple[str, str]] = set()
+    for node in nodes:
+        if isinstance(node, ast.IfExp):
+            value = _ast_npu_value(node.body)
+            if value is not None and isinstance(node.orelse, ast.Constant) and node.orelse.value == value:
+                return True
+        elif isinstance(node, ast.Compare) and len(node.ops) == 1 and isinstance(node.ops[0], ast.Eq):
+            value = _ast_npu_value(node.comparators[0])
+            if value is not None:
+                key = (ast.dump(node.left), value)
+                if key in tested:
+                    return True
+                tested.add(key)
+        elif isinstance(node, (ast.List, ast.Tuple, ast.Set)):
+            named = [v for e in node.elts if (v := _ast_npu_value(e)) is not None]
+            if len(named) != len(set(named)):
+                return True
+        elif imports_ray and isinstance(node, ast.Call) and any(
+                isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.lower() == "hccl"
+                for a in [*node.args, *(k.value for k in node.keywords)]):
+            return True
+    return False
 
 
 class BrokenDeviceDispatch(PythonRule):
@@ -56,8 +91,15 @@ class BrokenDeviceDispatch(PythonRule):
     def scout(cls, facts, options) -> bool:
         # Each report is about a string literal naming the NPU (or "hccl" in any case, for Ray), or a call
         # resolving to torch.npu.get_device_capability: without either the file costs no parse.
-        return facts.any_string(lambda s: s.split(":")[0] in _NPU_VALUES or s.lower() == "hccl") \
-            or facts.has_all_words("torch", "npu", "get_device_capability")
+        if facts.has_all_words("torch", "npu", "get_device_capability"):
+            return True
+        if not facts.any_string(lambda s: s.split(":")[0] in _NPU_VALUES or s.lower() == "hccl"):
+            return False
+        # Then the shapes it reports, looked for on Python's ast, more loosely than the rule does (any two
+        # equal NPU tests in the file, any call given "hccl" in a file that imports Ray): a converted file
+        # names the NPU all over, and most have none of them.
+        nodes = facts.nodes
+        return nodes is None or _may_report(nodes)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         value = _npu_value(node.body)
