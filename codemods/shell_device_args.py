@@ -7,7 +7,15 @@ import re
 from npu_port.transpiler.analysis.positions import PositionPolicy
 from npu_port.transpiler.core.rules import CUDA_WORD
 from npu_port.transpiler.tables.mapping import load_table
-from npu_port.transpiler.text.shell import Script, ShellRule, option_values, probed_value, python_launch, token_span
+from npu_port.transpiler.text.shell import (
+    Script,
+    ShellRule,
+    option_value,
+    option_values,
+    probed_value,
+    python_launch,
+    token_span,
+)
 
 _CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
 
@@ -68,11 +76,11 @@ class ShellDeviceArgs(ShellRule):
                 continue
             device_options, backend_options = self._options(launch.args, table, policies)
             for opt, value_word, vstart, vend in option_values(launch.args, device_options):
-                value = value_word.value if value_word else (opt.value or "").partition("=")[2]
+                value = option_value(opt, value_word)
                 if value and _CUDA_DEVICE.fullmatch(value):
                     self._swap(script, cmd, vstart, vend, "cuda", "npu", opt, value_word or opt)
             for opt, value_word, vstart, vend in option_values(launch.args, backend_options):
-                value = value_word.value if value_word else (opt.value or "").partition("=")[2]
+                value = option_value(opt, value_word)
                 if value == "nccl":
                     self._swap(script, cmd, vstart, vend, "nccl", "hccl", opt, value_word or opt)
 

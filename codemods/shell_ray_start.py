@@ -6,7 +6,15 @@ import json
 import re
 from typing import Optional
 
-from npu_port.transpiler.text.shell import Command, Script, ShellRule, Word, option_values, probe_reference
+from npu_port.transpiler.text.shell import (
+    Command,
+    Script,
+    ShellRule,
+    Word,
+    option_value,
+    option_values,
+    probe_reference,
+)
 
 _NUMBER = re.compile(r"\d+(\.\d+)?")
 _SIMPLE_EXPANSION = re.compile(r"\$([A-Za-z_][A-Za-z0-9_]*|\{[^{}'\"\\`]*\})")
@@ -59,7 +67,7 @@ class ShellRayStart(ShellRule):
     def _convert(self, script: Script, cmd: Command, args: list[Word], opt: Word, value_word: Optional[Word],
                  vstart: int, vend: int) -> None:
         raw = script.text[vstart:vend]
-        literal = (value_word.value if value_word else (opt.value or "").partition("=")[2]) or ""
+        literal = option_value(opt, value_word) or ""
         if _NUMBER.fullmatch(literal):
             count, expansion = literal, None
         else:
@@ -99,7 +107,7 @@ class ShellRayStart(ShellRule):
 
     def _merge(self, script: Script, cmd: Command, existing, count, expansion, drop: tuple[int, int]) -> None:
         opt, value_word, vstart, vend = existing
-        literal = value_word.value if value_word else (opt.value or "").partition("=")[2]
+        literal = option_value(opt, value_word)
         try:
             current = json.loads(literal) if literal is not None else None
         except ValueError:

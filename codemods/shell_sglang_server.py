@@ -3,7 +3,15 @@
 from __future__ import annotations
 
 from npu_port.transpiler.tables.mapping import load_table
-from npu_port.transpiler.text.shell import Script, ShellRule, option_values, probed_value, python_launch, token_span
+from npu_port.transpiler.text.shell import (
+    Script,
+    ShellRule,
+    option_value,
+    option_values,
+    probed_value,
+    python_launch,
+    token_span,
+)
 
 
 class ShellSglangServer(ShellRule):
@@ -51,11 +59,11 @@ class ShellSglangServer(ShellRule):
                 continue
             if launch.target in table["server_modules"]:
                 for opt, value_word, start, end in option_values(launch.args, table["device_options"]):
-                    value = value_word.value if value_word else (opt.value or "").partition("=")[2]
+                    value = option_value(opt, value_word)
                     if value == "cuda" and (span := token_span(script, start, end, "cuda")):
                         self._device(cmd, value_word or opt, span)
                 for opt, value_word, start, end in option_values(launch.args, table["attention_options"]):
-                    value = value_word.value if value_word else (opt.value or "").partition("=")[2]
+                    value = option_value(opt, value_word)
                     name = (opt.value or opt.text).partition("=")[0]
                     if value and value in cuda_backends and (span := token_span(script, start, end, value)):
                         self.change(*span, backend, f"sglang {name} {value} -> {backend}: no {value} kernels on Ascend",

@@ -789,6 +789,12 @@ def option_values(words: list[Word], names) -> list[tuple[Word, Optional[Word], 
     return found
 
 
+def option_value(opt: Word, value_word: Optional[Word]) -> Optional[str]:
+    """The literal value of an option_values entry: the separate word's, else what follows `=`
+    (None where the separate word is not literal)."""
+    return value_word.value if value_word else (opt.value or "").partition("=")[2]
+
+
 def token_span(script: Script, start: int, end: int, token: str) -> Optional[tuple[int, int]]:
     """The span of the last `token` in the file text [start, end)."""
     at = script.text.rfind(token, start, end)
