@@ -67,13 +67,23 @@ def target_verl(options: Any) -> str:
     return version.split("@", 1)[0] if version else verl_keys.releases()[-1].version
 
 
+def override(word) -> Optional[tuple[str, str]]:
+    """(key, value) of a Hydra `key=value` override word (leading `+`/`++`/`~` dropped; the value as
+    written where it is not literal); None for a word without `=`."""
+    key, eq, value = (word.value if word.value is not None else word.text).partition("=")
+    return (key.lstrip("+~"), value) if eq else None
+
+
 def _values(launch: PythonLaunch) -> dict[str, str]:
-    """key -> value of the command's `key=value` overrides (leading `+`/`++`/`~` dropped)."""
+    """key -> value of the command's `key=value` overrides (a word without `=` maps to "")."""
     out: dict[str, str] = {}
     for word in launch.args:
-        text = word.value if word.value is not None else word.text
-        key, eq, value = text.partition("=")
-        out[key.lstrip("+~")] = value if eq else ""
+        pair = override(word)
+        if pair is None:
+            text = word.value if word.value is not None else word.text
+            out[text.lstrip("+~")] = ""
+        else:
+            out[pair[0]] = pair[1]
     return out
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from npu_port.codemods import _verl_overrides
 from npu_port.transpiler.tables.mapping import load_table
 from npu_port.transpiler.text.shell import (
     Script,
@@ -70,9 +71,9 @@ class ShellSglangServer(ShellRule):
                                     quote=cmd.quote, scope=(cmd.start, cmd.end))
             elif launch.target in verl:
                 for word in launch.args:
-                    key, eq, value = (word.value if word.value is not None else word.text).partition("=")
-                    key, value = key.lstrip("+~"), value.strip("'\"")
-                    if eq and key in table["verl_attention_keys"] and value in cuda_backends \
+                    key, value = _verl_overrides.override(word) or ("", "")
+                    value = value.strip("'\"")
+                    if key in table["verl_attention_keys"] and value in cuda_backends \
                             and (span := token_span(script, word.start, word.end, value)):
                         self.change(*span, backend, f"{key}={value} -> {backend}: no {value} kernels on Ascend",
                                     quote=cmd.quote, scope=(cmd.start, cmd.end))

@@ -62,10 +62,10 @@ class ShellVerlProfiler(ShellRule):
                 continue
             config = release.entry_config(launch.target) or "ppo_trainer"
             for word in launch.args:
-                key, eq, value = (word.value if word.value is not None else word.text).partition("=")
-                key = key.lstrip("+~")
-                if not eq:
+                pair = _verl_overrides.override(word)
+                if pair is None:
                     continue
+                key, value = pair
                 if key == "global_profiler.tool" and value.strip("'\"") in table["tools"]:
                     old = value.strip("'\"")
                     new = table["tools"][old]
