@@ -170,6 +170,22 @@ def test_dataclass_fields_include_the_bases_and_only_dataclasses_count():
     assert fields == {"verl.cfg.RolloutConfig": ["_target_", "name", "server"]}
 
 
+def test_dataclass_fields_follow_bases_through_files_that_name_no_target():
+    # Only the files that define a wanted class or one of its bases are parsed: a base two levels up, in
+    # a module with CR line ends, a form feed before `class`, and a class statement after a decorator
+    # with a comment must all still count.
+    from npu_port.transpiler.tables import verl_configs
+
+    sources = {
+        "verl/a.py": "from dataclasses import dataclass\r@dataclass\rclass Root:\r    seed: int = 0\r",
+        "verl/b.py": "from dataclasses import dataclass\n\n@dataclass  # shared\n\fclass Mid(Root):\n    lr: float = 0.1\n",
+        "verl/c.py": "from dataclasses import dataclass\n@dataclass\nclass Leaf(Mid):\n    name: str = ''\n",
+        "verl/d.py": "import dataclasses\nX = 'class Leaf(Other):'\n",
+    }
+    fields = verl_configs.dataclass_fields(sources.get, sources, ["verl.c.Leaf"])
+    assert fields == {"verl.c.Leaf": ["lr", "name", "seed"]}
+
+
 def test_a_checkout_yaml_may_use_a_field_its_dataclass_has(tmp_path):
     root = project(tmp_path, **{
         "verl/version/version": "0.10.0.dev\n",

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ast
 import posixpath
+import re
 from collections.abc import Callable, Iterable
 from typing import Any, Optional
 
@@ -46,7 +47,10 @@ def flat_keys(mapping: dict, prefix: str = "") -> dict[str, str]:
 def _load(read: Reader, path: str) -> dict:
     import yaml  # only where a checkout's or a wheel's configs are read, not on every run
 
-    data = yaml.safe_load(read(path) or "") or {}
+    # libyaml's parser where PyYAML has it (the same safe constructor and resolver, so the same values:
+    # `check` reads a checkout's configs on every run, and the pure-Python parser was most of that).
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    data = yaml.load(read(path) or "", Loader=loader) or {}
     return data if isinstance(data, dict) else {}
 
 
@@ -123,25 +127,47 @@ def _is_dataclass(node: ast.ClassDef) -> bool:
     return False
 
 
+# Where a class statement may start: a logical line begins with it (a compound statement never follows
+# `;` or a colon on its line). Over-inclusive (a `class` in a string matches too), never short.
+_CLASS_STATEMENT = re.compile(r"(?:^|(?<=\r))[ \t\f]*class[ \t\f\\]+(\w+)", re.MULTILINE)
+
+
 def dataclass_fields(read: Reader, python_files: Iterable[str], targets: Iterable[str]) -> dict[str, list[str]]:
     """`_target_` -> the fields of that dataclass, its bases' included, for the targets found among the
     sources (classes are matched by name: a name two modules define gets the fields of both)."""
     own: dict[str, set[str]] = {}
     bases: dict[str, set[str]] = {}
     wanted = {t.rsplit(".", 1)[-1] for t in targets}
+    # Only the files that define a wanted class, or a base of one, are parsed: `check` reads a VERL
+    # checkout on every run, and parsing each of its sources that mentions `dataclass` was most of that.
+    defines: dict[str, list[str]] = {}
+    sources: dict[str, str] = {}
     for path in sorted(python_files):
         source = read(path) or ""
         if "dataclass" not in source:
             continue
-        try:
-            tree = ast.parse(source)
-        except (SyntaxError, ValueError, RecursionError):
-            continue
-        for node in ast.walk(tree):
-            if isinstance(node, ast.ClassDef) and _is_dataclass(node):
-                own.setdefault(node.name, set()).update(
-                    s.target.id for s in node.body if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name))
-                bases.setdefault(node.name, set()).update(ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases)
+        sources[path] = source
+        for name in set(_CLASS_STATEMENT.findall(source)):
+            defines.setdefault(name, []).append(path)
+    parsed: set[str] = set()
+    todo = sorted(wanted)
+    while todo:
+        for path in defines.get(todo.pop(), ()):
+            if path in parsed:
+                continue
+            parsed.add(path)
+            try:
+                tree = ast.parse(sources[path])
+            except (SyntaxError, ValueError, RecursionError):
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, ast.ClassDef) and _is_dataclass(node):
+                    own.setdefault(node.name, set()).update(
+                        s.target.id for s in node.body
+                        if isinstance(s, ast.AnnAssign) and isinstance(s.target, ast.Name))
+                    names = {ast.unparse(b).rsplit(".", 1)[-1] for b in node.bases}
+                    bases.setdefault(node.name, set()).update(names)
+                    todo += sorted(names)
 
     def fields(name: str, seen: frozenset[str] = frozenset()) -> set[str]:
         out = set(own.get(name, ()))
