@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
-from functools import lru_cache
+from dataclasses import dataclass, field
+from functools import cached_property, lru_cache
 from typing import Optional
 
 import libcst as cst
@@ -95,6 +95,8 @@ class FileDispatch:
     npu_framework: str  # why the whole module is NPU code already, or ""
     selects_npu: bool  # it picks the NPU at run time (an NPU predicate, an imported device resolver)
     module_by_name: bool  # it looks up torch's device module by a run-time name: getattr(torch, name)
+    rocm_variables: bool  # it names HIP_VISIBLE_DEVICES or ROCR_VISIBLE_DEVICES
+    text: str = field(repr=False, compare=False)  # for compared_with_npu, computed when first asked
 
     @classmethod
     def of(cls, path: str, text: str) -> FileDispatch:
@@ -113,7 +115,37 @@ class FileDispatch:
         return cls(module_by_name=_TORCH_GETATTR.search(text) is not None, npu_framework=framework, selects_npu=selects_npu_at_run_time(text), npu=npu, npu_code=npu and _NPU_CODE.search(text) is not None, nvidia_tests=_NVIDIA_TEST.search(text) is not None,
                    registry=_REGISTER.search(text) is not None,
                    cuda_flags=re.search(r"\b(?:use_)?(?:cuda|gpu)\s*=", text) is not None,
-                   nvidia_stack=stack)
+                   nvidia_stack=stack, rocm_variables=_ROCM_VARIABLES.search(text) is not None, text=text)
+
+    @cached_property
+    def compared_with_npu(self) -> frozenset[str]:
+        r"""The words the text compares with the NPU's name, `W == "npu"`, `"npu" != W` (W a whole word;
+        the quote may open a longer string): one scan of the text. The dispatch tests on parameter and
+        lookup defaults search the text, or a function body rendered from it, for such a comparison of
+        one name; a rendering differs from the text only in the length of its indentation runs, which
+        their `\s*` and `\b` do not tell apart, so a name outside this set is found by neither."""
+        text = self.text
+        if not any(q in text for q in _NPU_QUOTED):
+            return frozenset()
+        found: set[str] = set()
+        for pattern in (_COMPARED_BEFORE_NPU, _COMPARED_AFTER_NPU):
+            # Every position the pattern matches at (finditer's matches do not overlap; these may).
+            match = pattern.search(text)
+            while match is not None:
+                found.add(match.group(1))
+                match = pattern.search(text, match.start() + 1)
+        return frozenset(found)
+
+    def may_compare_with_npu(self, name: str) -> bool:
+        """False only where no `name == "npu"`-style comparison can occur in the file (see
+        compared_with_npu; a name that is not one word is not ruled out)."""
+        return name in self.compared_with_npu or _WORD.fullmatch(name) is None
+
+
+_NPU_QUOTED = ('"npu', "'npu", '"NPU', "'NPU")
+_COMPARED_BEFORE_NPU = re.compile(r"""\b(\w+)\s*(?:==|!=)\s*["'](?:npu|NPU)""")
+_COMPARED_AFTER_NPU = re.compile(r"""["'](?:npu|NPU)["']\s*(?:==|!=)\s*(\w+)\b""")
+_WORD = re.compile(r"\w+")
 
 
 # Availability checks for the NPU, and device resolvers a file imports from its framework (verl's
@@ -245,7 +277,7 @@ def _registration_keys(node: cst.Call) -> list[cst.CSTNode]:
     return [a.value for a in node.args if a.keyword is not None and a.keyword.value in _DEVICE_KEYWORDS]
 
 
-def _dispatch_parameter_defaults(node: cst.FunctionDef, body: str, npu: bool) -> list[tuple[cst.CSTNode, Guard]]:
+def _dispatch_parameter_defaults(node: cst.FunctionDef, shapes: FileDispatch) -> list[tuple[cst.CSTNode, Guard]]:
     """Defaults of parameters that the function dispatches on instead of using as a device: in a
     `register*` function any device-named default (a registry key), elsewhere one the body compares with
     the NPU's name (`if device_name == "npu"`)."""
@@ -255,24 +287,28 @@ def _dispatch_parameter_defaults(node: cst.FunctionDef, body: str, npu: bool) ->
     if _REGISTER.search(node.name.value):
         return [(p.default, REGISTRY_KEY) for p in params  # type: ignore[misc]
                 if p.name.value in _DEVICE_KEYWORDS or p.name.value.endswith("device")]
-    if not npu:
+    if not shapes.npu_code:
         return []
     out: list[tuple[cst.CSTNode, Guard]] = []
     for p in params:
+        if not shapes.may_compare_with_npu(p.name.value):
+            continue  # the body is rendered only for a name the file compares with the NPU's
         name = re.escape(p.name.value)
-        if re.search(rf"""\b{name}\s*(?:==|!=)\s*["'](?:npu|NPU)|["'](?:npu|NPU)["']\s*(?:==|!=)\s*{name}\b""", body):
+        if re.search(rf"""\b{name}\s*(?:==|!=)\s*["'](?:npu|NPU)|["'](?:npu|NPU)["']\s*(?:==|!=)\s*{name}\b""",
+                     code(node.body)):
             out.append((p.default, DISPATCH_PARAMETER))  # type: ignore[arg-type]
     return out
 
 
-def _dispatched_lookup_default(node: cst.Call, text: str) -> list[tuple[cst.CSTNode, Guard]]:
+def _dispatched_lookup_default(node: cst.Call, shapes: FileDispatch) -> list[tuple[cst.CSTNode, Guard]]:
     """`kwargs.get("device_name", "cuda")`, `getattr(cfg, "device", "cuda")` in a module that compares that
     setting with the NPU's name (`if self.device_name == "npu"`): the default picks the branch."""
     found = setting_lookup(node)
     if found is None:
         return []
     name, default = found
-    if re.search(rf"""\b{re.escape(name)}\s*(?:==|!=)\s*["'](?:npu|NPU)["']""", text):
+    if shapes.may_compare_with_npu(name) and \
+            re.search(rf"""\b{re.escape(name)}\s*(?:==|!=)\s*["'](?:npu|NPU)["']""", shapes.text):
         return [(default, DISPATCH_PARAMETER)]
     return []
 
@@ -310,7 +346,7 @@ def dispatch_guard(node: cst.CSTNode, shapes: FileDispatch) -> Optional[Guard]:
     return guard
 
 
-def guards_below(node: cst.CSTNode, shapes: FileDispatch, resolve, text: str) -> list[tuple[cst.CSTNode, Guard]]:
+def guards_below(node: cst.CSTNode, shapes: FileDispatch, resolve) -> list[tuple[cst.CSTNode, Guard]]:
     """Nodes under `node` (one of MARKING_TYPES) that are dispatch code, known before the walk reaches them:
     the `if`s of a block that handle the NPU and their CUDA siblings and twins, registration keys, lookup
     and parameter defaults the code dispatches on, third-party cuda= flags, device-module lookups, ROCm
@@ -323,7 +359,7 @@ def guards_below(node: cst.CSTNode, shapes: FileDispatch, resolve, text: str) ->
         if shapes.module_by_name and _looks_up_device_module(node):  # type: ignore[arg-type]
             out.append((node, DEVICE_MODULE_RESOLVER))
         if shapes.npu_code:
-            out += _dispatched_lookup_default(node, text)  # type: ignore[arg-type]
+            out += _dispatched_lookup_default(node, shapes)  # type: ignore[arg-type]
         if shapes.registry:
             out += [(v, REGISTRY_KEY) for v in _registration_keys(node)]  # type: ignore[arg-type]
         if shapes.cuda_flags:
@@ -332,14 +368,14 @@ def guards_below(node: cst.CSTNode, shapes: FileDispatch, resolve, text: str) ->
     if not (shapes.module_by_name or shapes.nvidia_tests or shapes.npu_code or shapes.registry):
         return out
     fn: cst.FunctionDef = node  # type: ignore[assignment]
-    body = code(fn.body)  # once per function, for the three questions below
-    if shapes.module_by_name and _TORCH_GETATTR.search(body):
+    # The body is rendered (once: `code` keeps it) only where the file's text holds what is searched for.
+    if shapes.module_by_name and _TORCH_GETATTR.search(code(fn.body)):
         out.append((fn.body, DEVICE_MODULE_RESOLVER))
-    if shapes.nvidia_tests and _ROCM_VARIABLES.search(body):
+    if shapes.nvidia_tests and shapes.rocm_variables and _ROCM_VARIABLES.search(code(fn.body)):
         # Reconciling AMD's HIP_/ROCR_VISIBLE_DEVICES with CUDA_VISIBLE_DEVICES: ROCm's code, whole.
         out.append((fn.body, NVIDIA_ONLY))
     if shapes.npu_code or shapes.registry:
-        out += _dispatch_parameter_defaults(fn, body, shapes.npu_code)
+        out += _dispatch_parameter_defaults(fn, shapes)
     return out
 
 

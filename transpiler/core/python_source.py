@@ -85,6 +85,14 @@ class _Dispatcher(cst.CSTTransformer):
                     self._visits[attr[6:]].append(getattr(rule, attr))
                 elif attr.startswith("leave_"):
                     self._leaves[attr[6:]].append(getattr(rule, attr))
+        # What the walk does at a node of each type, worked out at its first node: the walk meets
+        # half a million nodes on verl, and one dict lookup by type replaces a set test per concern
+        # below and a lookup of the rules' hooks by the type's name.
+        self._plans: dict[type, _Plan] = {}
+        # The context's tables the walk fills at every node (bound once: attribute lookups per node).
+        self._statement_of = ctx.statement_of
+        self._statement_indents = ctx.statement_indents
+        self._npu_guarded = ctx.npu_guarded
 
         self._guard: Optional[cst.CSTNode] = None  # the outermost dispatch code being walked through
         self._reason: Optional[Guard] = None
@@ -93,61 +101,71 @@ class _Dispatcher(cst.CSTTransformer):
         self._marked: dict[int, Guard] = {}
         self._top: Optional[cst.CSTNode] = None  # the statement positions are generated for (see on_visit)
 
+    def _plan_for(self, kind: type) -> _Plan:
+        flags = (_SCOPE if kind in _SCOPE_TYPES else 0) | (_PATCH if kind in _PATCH_TYPES else 0) \
+            | (_MARKING if kind in MARKING_TYPES else 0) | (_GUARD if kind in GUARD_TYPES else 0)
+        plan = self._plans[kind] = (flags, tuple(self._visits.get(kind.__name__, ())),
+                                    tuple(self._leaves.get(kind.__name__, ())))
+        return plan
+
     def on_visit(self, node: cst.CSTNode) -> bool:
         kind = type(node)
-        if kind in _SCOPE_TYPES:
+        flags, visits, _ = self._plans.get(kind) or self._plan_for(kind)
+        key = id(node)
+        if flags & _SCOPE:
             self._ctx.imports.enter(node)
             if kind is cst.Module:
                 for statement in node.body:  # type: ignore[attr-defined]
-                    self._ctx.statement_indents[id(statement)] = ()
+                    self._statement_indents[id(statement)] = ()
         # Each node goes to the statement its position is generated with (analysis/locations): a
         # top-level one, or one in the body of such a class (a method of a large class is generated
         # without the rest of the class), which makes its own body's statements placeable too.
-        indents = self._ctx.statement_indents.get(id(node))
+        indents = self._statement_indents.get(key)
         if indents is not None:
             self._top = node
             if kind is cst.ClassDef and type(node.body) is cst.IndentedBlock:  # type: ignore[attr-defined]
                 block = node.body  # type: ignore[attr-defined]
                 inner = (*indents, self._ctx.module.default_indent if block.indent is None else block.indent)
                 for statement in block.body:
-                    self._ctx.statement_indents[id(statement)] = inner
+                    self._statement_indents[id(statement)] = inner
         if self._top is not None:
-            self._ctx.statement_of.setdefault(id(node), self._top)  # the first place a node is met, as codegen's
-        if kind in _PATCH_TYPES:
+            self._statement_of.setdefault(key, self._top)  # the first place a node is met, as codegen's
+        if flags & _PATCH:
             targets = _patch_targets(node)
             for target in targets:
                 self._ctx.patched.update(id(n) for n in _subtree(target))
             if targets and kind is cst.Assign:
                 # The value of a shim is what torch.cuda is made to point at: written as meant.
                 self._ctx.patched.update(id(n) for n in _subtree(node.value))  # type: ignore[attr-defined]
-        if kind in MARKING_TYPES:
+        if flags & _MARKING:
             self._mark_ahead(node)
         if self._guard is None:
-            guard = self._marked.get(id(node)) if self._marked else None
-            if guard is None and kind in GUARD_TYPES:
+            guard = self._marked.get(key) if self._marked else None
+            if guard is None and flags & _GUARD:
                 guard = dispatch_guard(node, self._ctx.dispatch)
             if guard is not None:
                 self._guard, self._reason = node, guard
         if self._guard is not None:
-            self._ctx.npu_guarded[id(node)] = self._reason  # type: ignore[assignment]
-        for fn in self._visits.get(kind.__name__, ()):
+            self._npu_guarded[key] = self._reason  # type: ignore[assignment]
+        for fn in visits:
             fn(node)
         return True
 
     def _mark_ahead(self, node: cst.CSTNode) -> None:
         ctx = self._ctx
-        for n, guard in guards_below(node, ctx.dispatch, ctx.resolve, ctx.text):
+        for n, guard in guards_below(node, ctx.dispatch, ctx.resolve):
             self._marked.setdefault(id(n), guard)
 
     def on_leave(self, original: cst.CSTNode, updated: cst.CSTNode):
         kind = type(original)
+        flags, _, leaves = self._plans.get(kind) or self._plan_for(kind)
         if original is self._guard:
             self._guard = self._reason = None
-        for fn in self._leaves.get(kind.__name__, ()):
+        for fn in leaves:
             updated = fn(original, updated)
             if type(updated) is not kind:
                 break  # replaced by another kind of node (or removed): later rules do not apply
-        if kind in _SCOPE_TYPES:
+        if flags & _SCOPE:
             self._ctx.imports.leave(original)
         return updated
 
@@ -163,7 +181,11 @@ class _Dispatcher(cst.CSTTransformer):
 # The nodes ImportTable.enter/leave act on (it opens a scope for a module, def or class); calling it
 # for these alone spares an isinstance test through ABCMeta on every other node.
 _SCOPE_TYPES = frozenset({cst.Module, cst.FunctionDef, cst.ClassDef})
-_PATCH_TYPES = (cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del, cst.Call)
+_PATCH_TYPES = frozenset({cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del, cst.Call})
+# A type's plan: which of the walk's concerns apply to its nodes (the bits below), the rules'
+# visit_ and leave_ hooks for it.
+_Plan = tuple[int, tuple[Callable, ...], tuple[Callable, ...]]
+_SCOPE, _PATCH, _MARKING, _GUARD = 1, 2, 4, 8
 
 
 def parse_module(source: bytes | str) -> cst.Module:
