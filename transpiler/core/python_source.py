@@ -25,23 +25,29 @@ class SourceError(Exception):
 
 _PATCHERS = frozenset({"setattr", "delattr", "monkeypatch.setattr", "monkeypatch.delattr", "patch",
                        "mock.patch", "unittest.mock.patch", "patch.object", "mock.patch.object"})
+# The last part of every patcher's name, `.patch` and `.patch.object` included: a call whose callee ends
+# otherwise (nearly all of them) is told apart without building its dotted name.
+_PATCHER_ENDS = frozenset({"setattr", "delattr", "patch", "object"})
 
 
 def _patch_targets(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The parts of torch.cuda a statement or call assigns to, deletes or patches (a shim such as
     `torch.cuda.Event = torch.npu.Event`): left exactly as written, since renaming them would
     overwrite torch.npu's own names."""
-    if isinstance(node, cst.Assign):
-        targets = [t.target for t in node.targets]
-    elif isinstance(node, (cst.AugAssign, cst.AnnAssign)):
-        targets = [node.target]
-    elif isinstance(node, cst.Del):
-        targets = [node.target]
-    elif isinstance(node, cst.Call) and node.args:
-        name = dotted_name(node.func) or ""
+    kind = type(node)  # one of _PATCH_TYPES, as parsed: exact types, no isinstance through ABCMeta
+    if kind is cst.Call:
+        func = node.func  # type: ignore[attr-defined]
+        end = func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else None
+        if not node.args or end not in _PATCHER_ENDS:  # type: ignore[attr-defined]
+            return []
+        name = dotted_name(func) or ""
         if not (name in _PATCHERS or name.endswith((".patch", ".patch.object"))):
             return []
-        targets = [node.args[0].value]
+        targets = [node.args[0].value]  # type: ignore[attr-defined]
+    elif kind is cst.Assign:
+        targets = [t.target for t in node.targets]  # type: ignore[attr-defined]
+    elif kind is cst.AugAssign or kind is cst.AnnAssign or kind is cst.Del:
+        targets = [node.target]  # type: ignore[attr-defined]
     else:
         return []
     return [t for t in _flatten_targets(targets) if _names_torch_cuda(t)]
