@@ -9,6 +9,7 @@ import libcst as cst
 import pytest
 
 from npu_port.transpiler.analysis.dispatch import DISPATCH_PARAMETER, FileDispatch, code, guards_below
+from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.core.python_source import _patch_targets
 
 
@@ -90,3 +91,11 @@ def test_setting_lookup_default_needs_the_setting_compared():
 def test_patch_targets_of_calls(call, patched):
     node = cst.parse_expression(call)
     assert bool(_patch_targets(node)) == patched
+
+
+@pytest.mark.parametrize("expression, dotted", [
+    ("torch.cuda.synchronize", "torch.cuda.synchronize"), ("torch", "torch"), ("(torch).cuda", "torch.cuda"),
+    ("f().cuda", None), ("a[0].b", None), ("'torch.cuda'", None), ("torch . cuda", "torch.cuda"),
+])
+def test_dotted_name(expression, dotted):
+    assert dotted_name(cst.parse_expression(expression)) == dotted
