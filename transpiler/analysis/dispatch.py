@@ -394,6 +394,8 @@ def _block_guards(body: Sequence[cst.CSTNode]) -> list[tuple[cst.CSTNode, Guard]
     out += [(i, NPU_BRANCH) for i, guard in ifs
             if guard is None and any(_CUDA_TEST.search(code(t)) for t in chain_tests(i))]
     npu_names = set(re.findall(r"\btorch\.npu\.(\w+)", " ".join(code(i) for i in npu_ifs)))
+    if not npu_names:
+        return out  # a twin calls only names the NPU `if`s call on torch.npu: with none, none is rendered
     for statement in body:
         if isinstance(statement, cst.SimpleStatementLine):
             names = set(re.findall(r"\btorch\.cuda\.(\w+)", code(statement)))

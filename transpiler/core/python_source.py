@@ -109,7 +109,8 @@ class _Dispatcher(cst.CSTTransformer):
 
     def _plan_for(self, kind: type) -> _Plan:
         flags = (_SCOPE if kind in _SCOPE_TYPES else 0) | (_PATCH if kind in _PATCH_TYPES else 0) \
-            | (_MARKING if kind in MARKING_TYPES else 0) | (_GUARD if kind in GUARD_TYPES else 0)
+            | (_MARKING if kind in MARKING_TYPES else 0) | (_GUARD if kind in GUARD_TYPES else 0) \
+            | (_STATEMENT if issubclass(kind, cst.BaseStatement) else 0)
         plan = self._plans[kind] = (flags, tuple(self._visits.get(kind.__name__, ())),
                                     tuple(self._leaves.get(kind.__name__, ())))
         return plan
@@ -126,7 +127,8 @@ class _Dispatcher(cst.CSTTransformer):
         # Each node goes to the statement its position is generated with (analysis/locations): a
         # top-level one, or one in the body of such a class (a method of a large class is generated
         # without the rest of the class), which makes its own body's statements placeable too.
-        indents = self._statement_indents.get(key)
+        # (statement_indents holds statements alone: the bodies of the module and of classes)
+        indents = self._statement_indents.get(key) if flags & _STATEMENT else None
         if indents is not None:
             self._top = node
             if kind is cst.ClassDef and type(node.body) is cst.IndentedBlock:  # type: ignore[attr-defined]
@@ -191,7 +193,7 @@ _PATCH_TYPES = frozenset({cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del, cst
 # A type's plan: which of the walk's concerns apply to its nodes (the bits below), the rules'
 # visit_ and leave_ hooks for it.
 _Plan = tuple[int, tuple[Callable, ...], tuple[Callable, ...]]
-_SCOPE, _PATCH, _MARKING, _GUARD = 1, 2, 4, 8
+_SCOPE, _PATCH, _MARKING, _GUARD, _STATEMENT = 1, 2, 4, 8, 16
 
 
 def parse_module(source: bytes | str) -> cst.Module:
