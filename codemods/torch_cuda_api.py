@@ -1,5 +1,8 @@
 from __future__ import annotations
 
+import ast
+import re
+from collections.abc import Iterable
 from typing import Optional, Union
 
 import libcst as cst
@@ -54,7 +57,15 @@ class TorchCudaApi(PythonRule):
 
     @classmethod
     def scout(cls, facts, options) -> bool:
-        return facts.may_name(CUDA_ROOT)  # every change and report is about a name resolved under it
+        # Every change and report is about a name the imports resolve under torch.cuda. `torch.cuda` in
+        # the code settles it; where the two words lie apart (Triton's `tl.extra.cuda.x()`, a tensor's
+        # `.cuda()`, another module's `m.torch.cuda`) the file's imports decide, on Python's ast.
+        if not facts.may_name(CUDA_ROOT):
+            return False
+        if facts.search_code(_TORCH_DOT_CUDA):
+            return True
+        nodes = facts.nodes
+        return nodes is None or _may_resolve_cuda(nodes)
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -386,6 +397,37 @@ class TorchCudaApi(PythonRule):
         self.ctx.note(original, self.ID, "split a torch.cuda import between torch_npu and names left on CUDA",
                       kind="change")
         return new
+
+
+# `torch.cuda` not preceded by a word or a dot (`m.torch.cuda` is another module's attribute).
+_TORCH_DOT_CUDA = re.compile(r"torch(?<![A-Za-z0-9_.]torch)\s*\.\s*cuda(?![A-Za-z0-9_])")
+
+
+def _may_resolve_cuda(nodes: Iterable[ast.AST]) -> bool:
+    """Whether the imports could resolve a name under torch.cuda, scopes ignored (more loosely than
+    the rule's import table): an import of a torch.cuda module or of `cuda` from torch (the rule
+    rewrites or reports each), or `X.cuda` where some import binds X to torch itself (`import torch`,
+    `import torch.nn`, `import torch as T`)."""
+    torch_names: set[str] = set()
+    cuda_attributes: set[str] = set()
+    for node in nodes:
+        if isinstance(node, ast.Attribute):
+            if node.attr == "cuda" and isinstance(node.value, ast.Name):
+                cuda_attributes.add(node.value.id)
+        elif isinstance(node, ast.Import):
+            for alias in node.names:
+                if alias.name != "torch" and not alias.name.startswith("torch."):
+                    continue
+                if alias.asname is None:
+                    torch_names.add("torch")  # `import torch.x` binds torch
+                elif alias.name == "torch":
+                    torch_names.add(alias.asname)
+                elif is_cuda_name(alias.name):
+                    return True
+        elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+            if is_cuda_name(node.module) or (node.module == "torch" and any(a.name == "cuda" for a in node.names)):
+                return True
+    return not torch_names.isdisjoint(cuda_attributes)
 
 
 def _tidy(aliases: list[cst.ImportAlias]) -> list[cst.ImportAlias]:

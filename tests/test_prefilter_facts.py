@@ -47,6 +47,20 @@ CASES = [
     ("cuda-version-probes", "x.py", 'import os\nhome = os.environ["CUDA_HOME"]\n', False),
     ("unsupported-cuda-libs", "t.py", 'import importlib\nkw = importlib.import_module("pkg.warmup")\n', True),
     ("unsupported-cuda-libs", "t.py", 'import importlib\nm = importlib.import_module("flash_attn")\n', False),
+    # torch-cuda-api: `torch` and `cuda` both in the code, but no name the imports resolve under torch.cuda
+    # (Triton's tl.extra.cuda, another module's `m.torch.cuda`, a tensor's `.cuda()`).
+    ("torch-cuda-api", "ops/k.py",
+     "import torch\nimport triton.language as tl\ndef k():\n    tl.extra.cuda.gdc_wait()\n    return torch.empty(1)\n",
+     True),
+    ("torch-cuda-api", "t.py", "import torch\nfrom vllm.distributed import comm\nstream = comm.torch.cuda.Stream\n", True),
+    ("torch-cuda-api", "t.py", "import torch\nx = torch.zeros(1)\ny = x.cuda()\nz = torch.ones(1).cuda()\n", True),
+    ("torch-cuda-api", "t.py", "import torch as T\nT.cuda.synchronize()\n", False),
+    ("torch-cuda-api", "t.py", "import torch.nn\nx = (torch).cuda.current_device()\n", False),
+    ("torch-cuda-api", "t.py", "import torch\nx = torch.\\\n    cuda.current_device()\n", False),
+    ("torch-cuda-api", "t.py", "from torch import cuda\ncuda.synchronize()\n", False),
+    ("torch-cuda-api", "t.py", "from torch import cuda as c\n", False),
+    ("torch-cuda-api", "t.py", "import torch  \\\n    .cuda as tc\n", False),
+    ("torch-cuda-api", "t.py", "from torch  \\\n    .cuda import Stream\n", False),
 ]
 
 
