@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import ast
+
 import libcst as cst
 
 from npu_port.transpiler.analysis.literals import keyword, remove_arg, string_value
@@ -53,7 +55,11 @@ class VllmDeviceArg(PythonRule):
 
     @classmethod
     def scout(cls, facts, options) -> bool:
-        return facts.has_word("device") and any(facts.may_name(c) for c in ENGINE_ARG_CALLS)
+        if not (facts.has_word("device") and any(facts.may_name(c) for c in ENGINE_ARG_CALLS)):
+            return False
+        # The words are common apart (vLLM files pass device= to torch and to its own classes): a call given
+        # `device=` whose callee starts with a name an import binds toward an engine-argument class, on the ast.
+        return _may_call_with_device(facts)
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         resolved = self.ctx.resolve(original.func)
@@ -73,3 +79,22 @@ class VllmDeviceArg(PythonRule):
         return self.rewrite(original, updated, updated.with_changes(args=args),
                             f"{name}(device=...) removed: {REMOVED_IN}; the platform plugin selects the NPU",
                             portable=lambda: updated.with_changes(args=args))
+
+
+def _may_call_with_device(facts) -> bool:
+    """Whether some call given a `device=` keyword has a callee (a name or an attribute chain) whose first
+    name an import binds to an engine-argument class or a module it lies in, scopes ignored: each call
+    the rule resolves to one is such a call."""
+    bound = facts.names_bound_toward(ENGINE_ARG_CALLS)
+    if bound is None:
+        return True
+    if not bound:
+        return False
+    for node in facts.nodes:
+        if isinstance(node, ast.Call) and any(k.arg == "device" for k in node.keywords):
+            func = node.func
+            while isinstance(func, ast.Attribute):
+                func = func.value
+            if isinstance(func, ast.Name) and func.id in bound:
+                return True
+    return False

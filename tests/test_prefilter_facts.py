@@ -4,8 +4,10 @@ must do nothing (tests/test_scout.py holds the scouts to the same on every fixtu
 
 from __future__ import annotations
 
+import libcst as cst
 import pytest
 
+from npu_port.transpiler.analysis.imports import bindings_of
 from npu_port.transpiler.analysis.source_facts import scan
 from npu_port.transpiler.core.engine import Engine
 from npu_port.transpiler.core.registry import all_rules
@@ -61,6 +63,19 @@ CASES = [
     ("torch-cuda-api", "t.py", "from torch import cuda as c\n", False),
     ("torch-cuda-api", "t.py", "import torch  \\\n    .cuda as tc\n", False),
     ("torch-cuda-api", "t.py", "from torch  \\\n    .cuda import Stream\n", False),
+    # vllm-device-arg: vLLM files pass device= to torch, and verl re-exports its own LLM.
+    ("vllm-device-arg", "r.py", 'from vllm import LLM\nimport torch\nx = torch.zeros(1, device="cuda")\nllm = LLM(model="m")\n',
+     True),
+    ("vllm-device-arg", "r.py", 'from verl.third_party.vllm import LLM\nllm = LLM(model="m", device="cuda")\n', True),
+    ("vllm-device-arg", "r.py",
+     'from vllm import LLM\nfrom vllm.distributed.device_communicators.pynccl import PyNcclCommunicator\n'
+     'comm = PyNcclCommunicator(group, device=rank)\n', True),
+    ("vllm-device-arg", "r.py", 'import vllm as v\nllm = v.LLM(model="m", device="cuda")\n', False),
+    ("vllm-device-arg", "r.py", 'from vllm import LLM as Engine\ndef f(dev):\n    return Engine(model="m", device=dev)\n',
+     False),
+    ("vllm-device-arg", "r.py",
+     'def f():\n    import vllm.engine.arg_utils\n    return vllm.engine.arg_utils.EngineArgs(model="m", device="cuda")\n',
+     False),
 ]
 
 
@@ -118,3 +133,23 @@ def test_a_name_in_a_single_quoted_literal_needs_no_ast():
     facts = scan(b'import os\nos.environ["CUDA_VISIBLE_DEVICES"] = "0"\n')
     assert facts.any_code_string(lambda s: "CUDA_VISIBLE_DEVICES" in s)
     assert "code_strings" not in vars(facts) and "tree" not in vars(facts)  # never parsed
+
+
+def test_import_bindings_read_the_imports_as_the_rules_import_table_does():
+    source = ("import a.b, c as d\nimport e.f as g\nfrom h.i import j, k as m\nfrom . import n\nfrom .o import p\n"
+              "from q import *\ndef f():\n    import r\n    from s import t as u\n")
+    module = cst.parse_module(source)
+    found: list = []
+
+    class Imports(cst.CSTVisitor):
+        def visit_Import(self, node):
+            found.extend((local, b.target) for local, b in bindings_of(node))
+
+        def visit_ImportFrom(self, node):
+            found.extend((local, b.target) for local, b in bindings_of(node))
+
+    module.visit(Imports())
+    facts = scan(source.encode())
+    assert sorted(facts.import_bindings or ()) == sorted(found)
+    assert facts.names_bound_toward(["h.i.j.x", "e.f.y", "a.z"]) == {"j", "g", "a"}
+    assert scan(b"def f(:\n    import a\n").names_bound_toward(["a"]) is None  # no ast: the caller says yes

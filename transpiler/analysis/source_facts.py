@@ -21,7 +21,7 @@ from __future__ import annotations
 import ast
 import re
 import warnings
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Optional
@@ -83,6 +83,35 @@ class SourceFacts:
         """Whether some node of the file's `ast` satisfies `predicate` (yes where it has no `ast`)."""
         nodes = self.nodes
         return nodes is None or any(predicate(n) for n in nodes)
+
+    @cached_property
+    def import_bindings(self) -> Optional[tuple[tuple[str, str], ...]]:
+        """(local name, what it names) for every import statement of the file's `ast`, in any scope, as
+        the rules' import table reads them (`import a.b` binds a to a, `import a.b as c` c to a.b, `from a
+        import b` b to a.b; relative and star imports bind nothing). None where it has no `ast`."""
+        nodes = self.nodes
+        if nodes is None:
+            return None
+        out: list[tuple[str, str]] = []
+        for node in nodes:
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    top = alias.name.split(".", 1)[0]
+                    out.append((alias.asname, alias.name) if alias.asname else (top, top))
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                out.extend((a.asname or a.name, f"{node.module}.{a.name}") for a in node.names if a.name != "*")
+        return tuple(out)
+
+    def names_bound_toward(self, qualified: Iterable[str]) -> Optional[frozenset[str]]:
+        """The local names an import binds to one of these names or to a module they lie under (for
+        vllm.LLM: `import vllm`, `from vllm import LLM as L`), so that an expression starting with one may
+        resolve to it; None where the file has no `ast`."""
+        bindings = self.import_bindings
+        if bindings is None:
+            return None
+        wanted = tuple(qualified)
+        return frozenset(local for local, target in bindings
+                         if any(q == target or q.startswith(target + ".") for q in wanted))
 
     @cached_property
     def code_strings(self) -> Optional[tuple[str, ...]]:
