@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
+from functools import cache
 from typing import ClassVar, Optional
 
 import libcst as cst
@@ -72,8 +75,10 @@ class StringPositionRule(LiteralOnly, PythonRule):
 
     @classmethod
     def scout(cls, facts, options) -> bool:
-        # Only literals whose own text new_text changes are ever rewritten (or noted in an NPU branch).
-        return facts.any_string(lambda s: cls.new_text(s) not in (None, s))
+        # Only literals whose own text new_text changes are ever rewritten (or noted in an NPU branch), and
+        # only in a file that spells one of the policy's positions (a list of language names holding "cuda").
+        return facts.any_string(lambda s: cls.new_text(s) not in (None, s)) \
+            and _Sinks.of(options.target, cls.POSITION).spelled_in(facts)
 
     def _mark(self, nodes) -> None:
         for node in nodes:
@@ -285,6 +290,44 @@ class StringPositionRule(LiteralOnly, PythonRule):
 
     def leave_FormattedString(self, original: cst.FormattedString, updated: cst.FormattedString):
         return self._leave_string(original, updated)
+
+
+@dataclass(frozen=True)
+class _Sinks:
+    """How a file spells the positions of a policy, for the scouts. Each string PositionFinder yields sits in
+    a setting (named by a code word: a keyword, target, parameter or compared name; or by a string: a dict
+    key, a subscript, an argparse option, a looked-up name), a call the imports resolve to one of the
+    policy's callees, a method call (`.to(`) or a test's stand-in (`return_value=`); a string that flows
+    through variables and the file's own functions ends in one of these too."""
+    names: frozenset[str]  # settings and compared names, lower case (names_setting compares so)
+    suffixes: tuple[str, ...]  # settings that a name may end with
+    callees: tuple[str, ...]  # dotted names (or the module of `x.*`) some call must resolve to
+    methods: Optional[re.Pattern]  # `.name` in the code, line continuations included
+    stand_ins: bool  # the policy follows patched return values
+
+    @staticmethod
+    @cache
+    def of(target: str, position: str) -> _Sinks:
+        policy = PositionPolicy.from_data(load_table(target, "positions")[position])
+        names = {s.lower() for s in (*policy.settings, *policy.compared_with) if not s.startswith("_")}
+        callees = [c.removesuffix(".*") for c in (*policy.positional, *policy.not_positions, *policy.returned_by)]
+        methods = "|".join(re.escape(m) for m in policy.methods)
+        return _Sinks(frozenset(names), tuple(s for s in policy.settings if s.startswith("_")), tuple(callees),
+                      re.compile(rf"\.[\s\\]*(?:{methods})(?![A-Za-z0-9_])") if methods else None,
+                      bool(policy.returned_by))
+
+    def spelled_in(self, facts) -> bool:
+        if facts.unsure or not self.names.isdisjoint(facts.words):
+            return True
+        if any(facts.may_name(c) for c in self.callees) or (self.stand_ins and facts.has_word("return_value")):
+            return True
+        if self.methods is not None and facts.search_code(self.methods):
+            return True
+        return any(self._names_setting(w) for w in facts.words) or facts.any_string(self._names_setting)
+
+    def _names_setting(self, name: str) -> bool:
+        name = name.lstrip("-").replace("-", "_").lower()  # as PositionPolicy.names_setting reads a name
+        return name in self.names or name.endswith(self.suffixes)
 
 
 class _Signature:

@@ -82,8 +82,20 @@ class VerlDevice(PythonRule):
     @classmethod
     def scout(cls, facts, options) -> bool:
         table = VerlTable.for_target(options.target)
-        pattern, value = table.override_pattern, re.compile(rf"{re.escape(table.cuda)}(:\d+)?")
-        return facts.any_string(lambda s: value.fullmatch(s) or pattern.match(s))
+        if facts.any_string(table.override_pattern.match):
+            return True
+        value = re.compile(rf"{re.escape(table.cuda)}(:\d+)?")
+        if not facts.any_string(value.fullmatch):
+            return False
+        # A bare "cuda" changes only as the value of a device keyword, of an assignment to a config key
+        # (`config.trainer.device`, `cfg["trainer"]["device"]`: each part a code word or a string) or of a
+        # config setter's call: a list of language names holding "cuda" names none of them.
+        if facts.has_word(*table.device_keywords):
+            return True
+        strings = set(facts.strings)
+        if any(all(part in facts.words or part in strings for part in key.split(".")) for key in table.config_keys):
+            return True
+        return any(facts.may_name(s) for s in table.config_setters) and not strings.isdisjoint(table.config_keys)
 
     def __init__(self, ctx: PythonContext):
         super().__init__(ctx)

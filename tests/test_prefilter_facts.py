@@ -103,6 +103,32 @@ CASES = [
      'def f(flag):\n    from transformers import BitsAndBytesConfig\n'
      '    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=flag)\n',
      False),
+    # amp-device, device-string, nccl-backend (the string-position rules) and verl-device: "cuda" (or "nccl")
+    # in a list of language names or profiler contents, in a file that spells none of the rules' positions.
+    ("amp-device", "sandbox/utils.py", 'SUPPORTED_LANGUAGES = ["python", "cuda", "rust"]\ndef run(code, language="python"):\n    return language in SUPPORTED_LANGUAGES\n', True),
+    ("device-string", "sandbox/utils.py", 'SUPPORTED_LANGUAGES = ["python", "cuda", "rust"]\ndef run(code, language="python"):\n    return language in SUPPORTED_LANGUAGES\n', True),
+    ("verl-device", "sandbox/utils.py", 'SUPPORTED_LANGUAGES = ["python", "cuda", "rust"]\ndef run(code, language="python"):\n    return language in SUPPORTED_LANGUAGES\n', True),
+    ("amp-device", "profiler/config.py", 'from dataclasses import dataclass, field\n@dataclass\nclass ProfilerConfig:\n    contents: list[str] = field(default_factory=list)\n'
+     '    def __post_init__(self):\n        support = ["cuda", "cpu"]\n        assert all(c in support for c in self.contents)\n', True),
+    ("device-string", "profiler/config.py", 'from dataclasses import dataclass, field\n@dataclass\nclass ProfilerConfig:\n    contents: list[str] = field(default_factory=list)\n'
+     '    def __post_init__(self):\n        support = ["cuda", "cpu"]\n        assert all(c in support for c in self.contents)\n', True),
+    ("verl-device", "profiler/config.py", 'from dataclasses import dataclass, field\n@dataclass\nclass ProfilerConfig:\n    contents: list[str] = field(default_factory=list)\n'
+     '    def __post_init__(self):\n        support = ["cuda", "cpu"]\n        assert all(c in support for c in self.contents)\n', True),
+    ("device-string", "t.py", 'NAMES = ["cuda", "cpu"]\nTEMPLATE = f"""\n# write the result to stdout\nprint({NAMES})\n"""\n', True),  # an f-string's text counts as code: `to` without a dot
+    ("nccl-backend", "t.py", 'BACKENDS = ["nccl", "gloo"]\n', True),
+    ("verl-device", "t.py", 'import torch\nx = torch.zeros(1, device="cuda")\n', True),
+    ("device-string", "t.py", 'import torch\nx = torch.zeros(1)\ny = x.\\\n    to("cuda")\n', False),
+    ("device-string", "t.py", 'cfg = {"map_location": "cuda"}\n', False),
+    ("device-string", "t.py", 'import argparse\np = argparse.ArgumentParser()\np.add_argument("--rollout-device", default="cuda")\n',
+     False),
+    ("device-string", "t.py", 'DEVICE = "cuda"\n', False),
+    ("device-string", "t.py", 'def put(x, where):\n    return x.to(where)\nput(1, "cuda:0")\n', False),
+    ("amp-device", "t.py", 'import torch\nwith torch.autocast("cuda"):\n    pass\n', False),
+    ("amp-device", "t.py", 'import torch as T\nkind = "cuda"\nwith T.amp.autocast(device_type=kind):\n    pass\n', False),
+    ("nccl-backend", "t.py", 'import torch.distributed as dist\ndist.init_process_group("nccl")\n', False),
+    ("verl-device", "t.py", 'cfg["trainer"]["device"] = "cuda"\n', False),
+    ("verl-device", "t.py", 'trainer = RayPPOTrainer(config=c, device_name="cuda")\n', False),
+    ("verl-device", "t.py", 'from omegaconf import OmegaConf\nOmegaConf.update(cfg, "trainer.device", "cuda")\n', False),
 ]
 
 
