@@ -60,7 +60,10 @@ def transform(node: cst.CSTNode, visitor: cst.CSTTransformer) -> Result:
     """What `node.visit(visitor)` returns (equal trees), without copying unchanged subtrees."""
     changes = None
     if visitor.on_visit(node):
-        for name in _FIELDS.get(type(node)) or _child_fields(type(node)):
+        fields = _FIELDS.get(type(node))
+        if fields is None:  # not `or`: a leaf's fields are (), which would be worked out again at every leaf
+            fields = _child_fields(type(node))
+        for name in fields:
             value = getattr(node, name)
             kind = type(value)
             # Sequences first: CSTNode is an ABC, and its first isinstance answer for `tuple` walks every
