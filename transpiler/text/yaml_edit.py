@@ -16,6 +16,7 @@ from ruamel.yaml.error import YAMLError
 
 from npu_port.transpiler.core.files import yaml_alias_bomb, yaml_too_deep
 from npu_port.transpiler.core.python_source import SourceError
+from npu_port.transpiler.text import yaml_c_load
 from npu_port.transpiler.text.go_template import is_go_template, mask
 from npu_port.transpiler.text.text_edits import Edit, ParsedTexts, SpanEditRule
 
@@ -66,6 +67,11 @@ class YamlDocument:
 
 
 def _load_all(text: str) -> list[Any]:
+    # The same documents from libyaml's events where it can promise them (text/yaml_c_load.py): a
+    # fraction of ruamel's own parse.
+    documents = yaml_c_load.load_all(text)
+    if documents is not None:
+        return documents
     yaml = YAML(typ="rt")
     yaml.allow_duplicate_keys = True
     return list(yaml.load_all(text))
