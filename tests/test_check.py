@@ -170,3 +170,17 @@ def test_summary_markdown_and_html(fake_rules, gpu_file, tmp_path):
     html = page.read_text()
     assert html.startswith("<!DOCTYPE html>") and "<code>test-cuda-sync</code></td><td>1</td>" in html
     assert "<h2>Files that would change</h2>" in html  # --diff writes nothing either
+
+
+def test_no_cache_leaves_no_cache_folder_and_finds_the_same(fake_rules, tmp_path, monkeypatch):
+    tree = tmp_path / "proj"
+    tree.mkdir()
+    (tree / "train.py").write_text(GPU_SOURCE, encoding="utf-8")
+    monkeypatch.chdir(tmp_path)  # outside the tree: a cached run writes ./.npu-port-cache
+    args = ["check", "--isolated", "--output-format", "json", *FAKES, str(tree)]
+    plain = run_cli(*args, "--no-cache")
+    assert not (tmp_path / ".npu-port-cache").exists()
+    cached = run_cli(*args)
+    assert (tmp_path / ".npu-port-cache").is_dir()
+    assert plain.exit_code == cached.exit_code == 1
+    assert json.loads(plain.stdout)["findings"] == json.loads(cached.stdout)["findings"]

@@ -50,13 +50,15 @@ from npu_port.transpiler.output.output_files import input_clash, why_unwritable,
               help="Exit 0 even when errors are found (2 on a usage or internal error still).")
 @click.option("-j", "--jobs", type=click.IntRange(min=0), default=1, show_default=True,
               help="Worker processes (0: one per CPU).")
+@click.option("--no-cache", is_flag=True,
+              help="Neither read nor write the result cache (a folder's results are cached as convert's are).")
 @click.option("--verl-version", metavar="X.Y.Z",
               help="Check VERL config keys against this release (default: `verl_version` in [tool.npu-port], "
                    "else the project's verl pin or VERL checkout, else the newest release known).")
 @click.pass_context
 def check(ctx, paths, target, select, ignore, extras, forbid, no_relative, exclude, rules_files, strict,
           config_file, isolated, output_format, statistics, summary_path, output_file, output_file_alias, exit_zero,
-          jobs, verl_version):
+          jobs, no_cache, verl_version):
     """Report what is not yet ported in PATHS, and what a port got wrong.
 
     \b
@@ -90,7 +92,8 @@ def check(ctx, paths, target, select, ignore, extras, forbid, no_relative, exclu
         config.values["verl-version"], config.sources["verl-version"] = verl_version, Source("command line")
     verl = resolve_verl_version(paths, config["verl-version"], str(config.sources["verl-version"]))
     try:
-        report = run_check(list(paths), config, jobs=jobs, extra_options=(("verl_version", (verl.run_option,)),))
+        report = run_check(list(paths), config, jobs=jobs, extra_options=(("verl_version", (verl.run_option,)),),
+                           cache=not no_cache)
     except Exception as exc:  # our bug, not the user's: say so and exit 2
         click.echo(f"npu-port: internal error: {type(exc).__name__}: {exc}", err=True)
         sys.exit(ExitCode.INTERNAL)
