@@ -5,9 +5,11 @@
 For each tree, each command runs as its own process from an empty scratch folder (so the default
 cache, ./.npu-port-cache, starts empty there) with one job:
   convert      `convert TREE --out OUT --no-cache -j 1`
-  check        `check TREE` (cold: its cache empty)
+  nocache      `check TREE --no-cache` (like for like with convert --no-cache: the ratio is of these two)
+  check        `check TREE` (cold: its cache empty; it fills the cache as it goes)
   check warm   `check TREE` again (the cache the cold run filled)
-  convert/conv the same two on the converted tree OUT (what CI checks after a port)
+  conv/check   `convert OUT --check --no-cache` and `check OUT --no-cache` on the converted tree OUT
+               (what CI checks after a port)
 CPU seconds of the process and all it starts (bench_startup's subreaper), best of `--rounds`.
 """
 
@@ -32,8 +34,8 @@ def main() -> None:
     args = parser.parse_args()
     _become_subreaper()
     tool = [sys.executable, "-m", "npu_port.transpiler.cli"]
-    print(f"{'tree':<16} {'convert':>8} {'check':>7} {'warm':>6} {'ratio':>6} | {'conv(out)':>9} {'check(out)':>10} "
-          f"{'ratio':>6}")
+    print(f"{'tree':<16} {'convert':>8} {'nocache':>8} {'ratio':>6} {'check':>7} {'warm':>6} | {'conv(out)':>9} "
+          f"{'check(out)':>10} {'ratio':>6}")
     for tree in args.trees:
         tree = tree.resolve()
         with tempfile.TemporaryDirectory(prefix="npu-port-check-") as tmp:
@@ -49,12 +51,13 @@ def main() -> None:
                 return min(times)
 
             conv = best(tool + ["convert", str(tree), "--out", str(out), "--force", "--no-cache", "-q", "-j", "1"], True)
+            nocache = best(tool + ["check", str(tree), "--no-cache"], True)
             cold = best(tool + ["check", str(tree)], True)
             warm = best(tool + ["check", str(tree)], False)
             conv_out = best(tool + ["convert", str(out), "--check", "--no-cache", "-q", "-j", "1"], True)
-            check_out = best(tool + ["check", str(out)], True)
-        print(f"{tree.name:<16} {conv:8.2f} {cold:7.2f} {warm:6.2f} {cold / conv:6.2f} | {conv_out:9.2f} "
-              f"{check_out:10.2f} {check_out / conv_out:6.2f}")
+            check_out = best(tool + ["check", str(out), "--no-cache"], True)
+        print(f"{tree.name:<16} {conv:8.2f} {nocache:8.2f} {nocache / conv:6.2f} {cold:7.2f} {warm:6.2f} | "
+              f"{conv_out:9.2f} {check_out:10.2f} {check_out / conv_out:6.2f}")
         os.sync()
 
 
