@@ -99,3 +99,65 @@ def test_patch_targets_of_calls(call, patched):
 ])
 def test_dotted_name(expression, dotted):
     assert dotted_name(cst.parse_expression(expression)) == dotted
+
+
+def _reference(path: str, text: str) -> dict:
+    """FileDispatch.of's answers as plain searches of the whole text (what it computed before it searched
+    only where each pattern's literal starts occur)."""
+    from npu_port.transpiler.analysis import dispatch as d
+
+    npu = d.NPU_WORD.search(text) is not None
+    return {"npu": npu, "npu_code": npu and d._NPU_CODE.search(text) is not None,
+            "nvidia_tests": d._NVIDIA_TEST.search(text) is not None,
+            "module_by_name": d._TORCH_GETATTR.search(text) is not None,
+            "cuda_flags": re.search(r"\b(?:use_)?(?:cuda|gpu)\s*=", text) is not None,
+            "rocm_variables": d._ROCM_VARIABLES.search(text) is not None,
+            "stack": bool(d._NVIDIA_STACK_IMPORT.search(text)), "native": bool(d._NPU_FRAMEWORK_IMPORT.search(text)),
+            "predicate": d._NPU_PREDICATE.search(text) is not None, "resolvers": d._RESOLVERS.search(text) is not None,
+            "compared": {m.group(1) for m in _overlapping(r"""\b(\w+)\s*(?:==|!=)\s*["'](?:npu|NPU)""", text)}
+            | {m.group(1) for m in _overlapping(r"""["'](?:npu|NPU)["']\s*(?:==|!=)\s*(\w+)\b""", text)}}
+
+
+def _overlapping(pattern: str, text: str):
+    compiled = re.compile(pattern)
+    match = compiled.search(text)
+    while match:
+        yield match
+        match = compiled.search(text, match.start() + 1)
+
+
+def _answers(path: str, text: str) -> dict:
+    from npu_port.transpiler.analysis import dispatch as d
+
+    shapes = FileDispatch.of(path, text)
+    return {"npu": shapes.npu, "npu_code": shapes.npu_code, "nvidia_tests": shapes.nvidia_tests,
+            "module_by_name": shapes.module_by_name, "cuda_flags": shapes.cuda_flags,
+            "rocm_variables": shapes.rocm_variables, "stack": shapes.nvidia_stack.startswith("it imports"),
+            "native": shapes.npu_framework.startswith("it imports"),
+            "predicate": "npu" in text and d._found_at(d._NPU_PREDICATE, text, ("is_",)),
+            "resolvers": d._found_at(d._RESOLVERS, text, d._RESOLVER_NAMES), "compared": set(shapes.compared_with_npu)}
+
+
+ODD_TEXTS = [
+    "", "npu", "NPU", "xnpu npux Npu_ HCCL Ascend", "aſcend", "ascend", "é npu", "torch.npuX torch.npu.x", "is_npu_available()",
+    "if  device\n   ==\t'npu:0': pass", "a === 'npu'", "x != \"NPU\"", "'npu' ==\u00a0dev", "use_cuda = 1", "use_gpu=2",
+    "cuda =", "xcuda=1", "HIP_VISIBLE_DEVICES ROCR_VISIBLE_DEVICESX", "is_nvidia", "torch.version.hip",
+    "rocm_path", "getattr( torch , name)", "getattr(torch, 'cuda')", "import cupy", "  from nixl_x import y",
+    "import vllm_ascend", "from mindspeed_llm import x", "from a import get_device_name", "ok = x == \"npu_x == \"npu\"",
+    "\u00b7dev == 'npu'", "dév == 'npu'", "== 'npu'", "'npu'== 3",
+]
+
+
+@pytest.mark.parametrize("text", ODD_TEXTS)
+def test_file_dispatch_answers_the_plain_searches(text):
+    assert _answers("m.py", text) == _reference("m.py", text)
+
+
+def test_file_dispatch_answers_the_plain_searches_on_the_fixtures():
+    from fixture_cases import all_cases
+
+    sources = [c.input for c in all_cases() if c.input.suffix == ".py"]
+    assert sources
+    for path in sources:
+        text = path.read_text(encoding="utf-8", errors="replace")
+        assert _answers(str(path), text) == _reference(str(path), text), path

@@ -100,40 +100,47 @@ class FileDispatch:
 
     @classmethod
     def of(cls, path: str, text: str) -> FileDispatch:
-        npu = NPU_WORD.search(text) is not None
+        # Each question is its regular expression's search of the text, asked where the literal its
+        # matches begin with occurs (_found_at): see _found_at for why.
+        npu = _names_npu_word(text)
         stack = ""
-        found = _NVIDIA_STACK_IMPORT.search(text)
+        found = _NVIDIA_STACK_IMPORT.search(text) if any(n in text for n in ("cupy", "nixl", "tensorrt_llm")) else None
         if found:
             stack = f"it imports {found.group(1)}"
         elif not npu:
             name = _NVIDIA_STACK_PATH.search(path.replace("\\", "/").rsplit("/", 1)[-1])
             if name:
                 stack = f"its name says {name.group(1)}"
-        native = _NPU_FRAMEWORK_IMPORT.search(text)
+        native = _NPU_FRAMEWORK_IMPORT.search(text) if ("vllm_ascend" in text or "mindspeed" in text) else None
         package = _NPU_FRAMEWORK_PATH.search(path.replace("\\", "/"))
         framework = f"it imports {native.group(1)}" if native else f"it is part of {package.group(1)}" if package else ""
-        return cls(module_by_name=_TORCH_GETATTR.search(text) is not None, npu_framework=framework, selects_npu=selects_npu_at_run_time(text), npu=npu, npu_code=npu and _NPU_CODE.search(text) is not None, nvidia_tests=_NVIDIA_TEST.search(text) is not None,
+        return cls(module_by_name=_found_at(_TORCH_GETATTR, text, ("getattr(",)), npu_framework=framework,
+                   selects_npu=selects_npu_at_run_time(text), npu=npu,
+                   npu_code=npu and _found_at(_NPU_CODE, text, _NPU_CODE_STARTS),
+                   nvidia_tests=_found_at(_NVIDIA_TEST, text, _NVIDIA_TEST_STARTS),
                    registry=_REGISTER.search(text) is not None,
-                   cuda_flags=re.search(r"\b(?:use_)?(?:cuda|gpu)\s*=", text) is not None,
-                   nvidia_stack=stack, rocm_variables=_ROCM_VARIABLES.search(text) is not None, text=text)
+                   cuda_flags=_found_at(_CUDA_FLAG, text, ("cuda", "gpu", "use_cuda", "use_gpu")),
+                   nvidia_stack=stack, rocm_variables=_found_at(_ROCM_VARIABLES, text, _ROCM_STARTS), text=text)
 
     @cached_property
     def compared_with_npu(self) -> frozenset[str]:
         r"""The words the text compares with the NPU's name, `W == "npu"`, `"npu" != W` (W a whole word;
-        the quote may open a longer string): one scan of the text. The dispatch tests on parameter and
+        the quote may open a longer string), read at each quoted npu. The dispatch tests on parameter and
         lookup defaults search the text, or a function body rendered from it, for such a comparison of
         one name; a rendering differs from the text only in the length of its indentation runs, which
         their `\s*` and `\b` do not tell apart, so a name outside this set is found by neither."""
         text = self.text
-        if not any(q in text for q in _NPU_QUOTED):
-            return frozenset()
         found: set[str] = set()
-        for pattern in (_COMPARED_BEFORE_NPU, _COMPARED_AFTER_NPU):
-            # Every position the pattern matches at (finditer's matches do not overlap; these may).
-            match = pattern.search(text)
-            while match is not None:
-                found.add(match.group(1))
-                match = pattern.search(text, match.start() + 1)
+        for quote in _NPU_QUOTED:
+            i = text.find(quote)
+            while i != -1:
+                after = _COMPARED_AFTER_NPU.match(text, i)
+                if after:
+                    found.add(after.group(1))
+                before = _word_compared_before(text, i)
+                if before:
+                    found.add(before)
+                i = text.find(quote, i + 1)
         return frozenset(found)
 
     def may_compare_with_npu(self, name: str) -> bool:
@@ -143,23 +150,73 @@ class FileDispatch:
 
 
 _NPU_QUOTED = ('"npu', "'npu", '"NPU', "'NPU")
-_COMPARED_BEFORE_NPU = re.compile(r"""\b(\w+)\s*(?:==|!=)\s*["'](?:npu|NPU)""")
 _COMPARED_AFTER_NPU = re.compile(r"""["'](?:npu|NPU)["']\s*(?:==|!=)\s*(\w+)\b""")
 _WORD = re.compile(r"\w+")
+
+
+def _word_compared_before(text: str, quote: int) -> Optional[str]:
+    r"""W where `\bW\s*(?:==|!=)\s*` ends at `quote`, else None: read backwards, with the regular
+    expressions' own classes (`\s` is str.isspace, `\w` str.isalnum or "_"). The operator ends the
+    blank run before the quote, and W is the whole word before the blank run before the operator."""
+    j = quote
+    while j and text[j - 1].isspace():
+        j -= 1
+    if text[j - 2:j] not in ("==", "!=") or j < 2:
+        return None
+    j -= 2
+    while j and text[j - 1].isspace():
+        j -= 1
+    k = j
+    while k and (text[k - 1].isalnum() or text[k - 1] == "_"):
+        k -= 1
+    return text[k:j] if k < j else None
+
+
+def _found_at(pattern: re.Pattern, text: str, starts: Sequence[str], haystack: Optional[str] = None) -> bool:
+    r"""`pattern.search(text) is not None`, for a pattern each of whose matches begins with one of
+    `starts` (after zero-width assertions, which `match` at a position still reads around): the
+    pattern is tried only where they occur (in `haystack`, a same-length spelling of the text, if
+    given). A pattern that opens with `\b` or a lookbehind has no literal prefix for the engine's
+    fast scan, and searching a large file for one that fails cost milliseconds; str.find does not."""
+    where = text if haystack is None else haystack
+    for start in starts:
+        i = where.find(start)
+        while i != -1:
+            if pattern.match(text, i):
+                return True
+            i = where.find(start, i + 1)
+    return False
+
+
+def _names_npu_word(text: str) -> bool:
+    """NPU_WORD.search(text) is not None. NPU_WORD ignores case: in ASCII text its matches begin where
+    the lower-cased text (the same length) holds a lower-case word; elsewhere case folding can map
+    other letters (the long s) onto these, and the text is searched."""
+    if not text.isascii():
+        return NPU_WORD.search(text) is not None
+    return _found_at(NPU_WORD, text, ("npu", "hccl", "ascend"), text.lower())
+
+
+# Where the matches of the patterns above can begin (each alternative's literal start).
+_NPU_CODE_STARTS = ("torch.npu", "torch_npu", "is_", *(q + w for q in "\"'" for w in ("npu", "NPU", "hccl", "HCCL")))
+_NVIDIA_TEST_STARTS = ("is_", "torch.version.", "hip_", "rocr_", "rocm_", "HIP_", "ROCR_")
+_ROCM_STARTS = ("HIP_", "ROCR_")
+_CUDA_FLAG = re.compile(r"\b(?:use_)?(?:cuda|gpu)\s*=")
 
 
 # Availability checks for the NPU, and device resolvers a file imports from its framework (verl's
 # get_device_name, transformers.testing_utils.torch_device): such a file runs on GPU and CPU hosts too.
 _NPU_PREDICATE = re.compile(r"\bis_\w*npu\w*_available\b")
 _IMPORT_FROM = re.compile(r"^[ \t]*from[ \t]+[\w.]+[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)", re.M)
-_RESOLVERS = re.compile(r"\b(?:get_device_name|get_torch_device|get_available_device|torch_device|get_device_type|"
-                        r"get_nccl_backend)\b")
+_RESOLVER_NAMES = ("get_device_name", "get_torch_device", "get_available_device", "torch_device", "get_device_type",
+                   "get_nccl_backend")
+_RESOLVERS = re.compile(rf"\b(?:{'|'.join(_RESOLVER_NAMES)})\b")
 
 
 def selects_npu_at_run_time(text: str) -> bool:
-    if _NPU_PREDICATE.search(text):
+    if "npu" in text and _found_at(_NPU_PREDICATE, text, ("is_",)):
         return True
-    if "import" not in text or _RESOLVERS.search(text) is None:
+    if "import" not in text or not _found_at(_RESOLVERS, text, _RESOLVER_NAMES):
         return False
     return any(_RESOLVERS.search(m.group(1)) for m in _IMPORT_FROM.finditer(text))
 
