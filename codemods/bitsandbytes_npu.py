@@ -2,8 +2,7 @@
 
 from __future__ import annotations
 
-import ast
-from collections.abc import Iterable
+import re
 from functools import cache
 from typing import Any, Optional
 
@@ -71,9 +70,9 @@ class BitsAndBytesNpu(PythonRule):
         rows = table(options.target)["python"]
         if not any(facts.may_name(c) for c in rows["config_classes"]):
             return False
-        # Type hints, docstrings and imports name the class too, and a 4-bit NF4 config without double
-        # quantisation is one the rule leaves alone: the calls and their keywords, on Python's ast.
-        return _may_act(facts, rows)
+        # Type hints, docstrings and imports name the class too: the rule acts only on a call of it, which
+        # the code spells as the class's name and a `(`, unless an import renames the class itself.
+        return facts.search_code(_calls(tuple(rows["config_classes"])))
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         rows = table(self.ctx.target)["python"]
@@ -138,47 +137,8 @@ class BitsAndBytesNpu(PythonRule):
                             "Ascend backend)", portable=off_on_npu)
 
 
-def _may_act(facts, rows: dict[str, Any]) -> bool:
-    """Whether some call whose callee starts with a name an import binds toward a config class (scopes
-    ignored) has keywords the rule reports or changes: `load_in_8bit=True`; `load_in_4bit=` not False
-    without a plain supported `bnb_4bit_quant_type` literal (or `**kwargs` instead); the double
-    quantisation keyword not False."""
-    bound = facts.names_bound_toward(rows["config_classes"])
-    if bound is None:
-        return True
-    for node in facts.nodes if bound else ():
-        if isinstance(node, ast.Call) and node.keywords:
-            func = node.func
-            while isinstance(func, ast.Attribute):
-                func = func.value
-            if isinstance(func, ast.Name) and func.id in bound and _acts_on(node, rows):
-                return True
-    return False
-
-
-def _acts_on(call: ast.Call, rows: dict[str, Any]) -> bool:
-    keywords = {k.arg: k.value for k in call.keywords if k.arg is not None}
-    if _is_constant(keywords.get(rows["load_in_8bit"]["keyword"]), True):
-        return True
-    four = keywords.get("load_in_4bit")
-    if four is not None and not _is_constant(four, False):
-        quant_type = keywords.get(rows["quant_type"]["keyword"])
-        if quant_type is None:
-            if not any(isinstance(a, ast.Starred) for a in call.args) and len(keywords) == len(call.keywords):
-                return True  # the default quant type is reported unless **kwargs may set it
-        elif not _plain_string_in(quant_type, rows["quant_type"]["supported"]):
-            return True
-    double = keywords.get(rows["double_quant"]["keyword"])
-    return double is not None and not _is_constant(double, False)
-
-
-def _is_constant(node: Optional[ast.expr], value: bool) -> bool:
-    return isinstance(node, ast.Constant) and node.value is value
-
-
-def _plain_string_in(node: ast.expr, values: Iterable[str]) -> bool:
-    """A one-line literal in plain quotes, no prefix, escape or implicit concatenation (what the rule
-    reads as a string), whose value is one of `values`."""
-    return isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value in values \
-        and node.lineno == node.end_lineno and node.end_col_offset is not None \
-        and node.end_col_offset - node.col_offset == len(node.value) + 2
+@cache
+def _calls(classes: tuple[str, ...]) -> re.Pattern:
+    """`Name(` (spaces, line continuations or a parenthesis between) or `Name as` for each class's name."""
+    names = "|".join(sorted({re.escape(c.rsplit(".", 1)[-1]) for c in classes}))
+    return re.compile(rf"(?:{names})(?:[\s\\)]*\(|[\s\\]+as(?![A-Za-z0-9_]))")

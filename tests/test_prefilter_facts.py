@@ -76,32 +76,20 @@ CASES = [
     ("vllm-device-arg", "r.py",
      'def f():\n    import vllm.engine.arg_utils\n    return vllm.engine.arg_utils.EngineArgs(model="m", device="cuda")\n',
      False),
-    # bitsandbytes-npu: trl names the class in type hints and docstrings, and its tests build an NF4 config.
-    ("bitsandbytes-npu", "t.py",
-     'from transformers import AutoModelForCausalLM, BitsAndBytesConfig\nm = AutoModelForCausalLM.from_pretrained(\n'
-     '    "m", quantization_config=BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4"))\n', True),
+    # bitsandbytes-npu: trl names the class in imports, type hints, isinstance tests and docstrings.
     ("bitsandbytes-npu", "t.py",
      'from transformers import BitsAndBytesConfig\ndef f(q: "BitsAndBytesConfig | None" = None):\n'
-     '    """q ([`~transformers.BitsAndBytesConfig`]): BitsAndBytesConfig(load_in_8bit=True)"""\n    return q\n', True),
-    ("bitsandbytes-npu", "t.py",
-     'import transformers\nq = transformers.BitsAndBytesConfig(load_in_8bit=False, bnb_4bit_use_double_quant=False)\n',
-     True),
-    ("bitsandbytes-npu", "t.py", 'from transformers import BitsAndBytesConfig\nq = BitsAndBytesConfig(load_in_4bit=True, **kw)\n',
-     True),
+     '    """q ([`~transformers.BitsAndBytesConfig`]): BitsAndBytesConfig(load_in_8bit=True)"""\n'
+     '    return isinstance(q, BitsAndBytesConfig)\n', True),
     ("bitsandbytes-npu", "t.py", 'from transformers import BitsAndBytesConfig as B\nq = B(load_in_4bit=True)\n', False),
     ("bitsandbytes-npu", "t.py",
-     'from transformers import BitsAndBytesConfig\nq = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf" "4")\n',
-     False),
+     'from transformers import (\n    BitsAndBytesConfig  # the config\n    as Q,\n)\nq = Q(load_in_8bit=True)\n', False),
     ("bitsandbytes-npu", "t.py",
-     'from transformers import BitsAndBytesConfig\nq = BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="fp4")\n',
+     'from transformers import BitsAndBytesConfig\nq = (BitsAndBytesConfig) \\\n    (load_in_4bit=True, bnb_4bit_quant_type="fp4")\n',
      False),
     ("bitsandbytes-npu", "t.py", 'import transformers as t\nq = t.BitsAndBytesConfig(load_in_8bit=(True))\n', False),
     ("bitsandbytes-npu", "t.py",
      'from transformers.utils import quantization_config as qc\nq = qc.BitsAndBytesConfig(bnb_4bit_use_double_quant=True)\n',
-     False),
-    ("bitsandbytes-npu", "t.py",
-     'def f(flag):\n    from transformers import BitsAndBytesConfig\n'
-     '    return BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type="nf4", bnb_4bit_use_double_quant=flag)\n',
      False),
     # amp-device, device-string, nccl-backend (the string-position rules) and verl-device: "cuda" (or "nccl")
     # in a list of language names or profiler contents, in a file that spells none of the rules' positions.
