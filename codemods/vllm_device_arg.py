@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 
 import libcst as cst
 
@@ -15,6 +16,12 @@ ENGINE_ARG_CALLS = frozenset({
     "vllm.EngineArgs", "vllm.engine.arg_utils.EngineArgs",
     "vllm.AsyncEngineArgs", "vllm.engine.arg_utils.AsyncEngineArgs",
 })
+# `device=` (not `==`) and `LLM(` / `LLM as` in the code: spaces, line continuations (and a parenthesis
+# before the call's) may come between.
+_DEVICE_KEYWORD = re.compile(r"device[\s\\]*=(?!=)")
+_CLASS_NAMES = "|".join(sorted({re.escape(c.rsplit(".", 1)[-1]) for c in ENGINE_ARG_CALLS}))
+_CALLS = re.compile(rf"(?:{_CLASS_NAMES})(?:[\s\\)]*\(|(?P<alias>[\s\\]+as(?![A-Za-z0-9_])))")
+_INSIDE = re.compile(r"""[()'"]|device[\s\\]*=(?!=)""")
 REMOVED_IN = "vLLM 0.10 removed the device argument (vllm-project/vllm#21349); passing it raises TypeError"
 PLATFORM_HINT = "delete it: the vllm-ascend platform plugin selects the NPU by itself"
 
@@ -57,8 +64,13 @@ class VllmDeviceArg(PythonRule):
     def scout(cls, facts, options) -> bool:
         if not (facts.has_word("device") and any(facts.may_name(c) for c in ENGINE_ARG_CALLS)):
             return False
-        # The words are common apart (vLLM files pass device= to torch and to its own classes): a call given
-        # `device=` whose callee starts with a name an import binds toward an engine-argument class, on the ast.
+        # The words are common apart (vLLM files pass device= to torch and to its own classes). The code must
+        # call an engine-argument class by its name with `device=` inside the parentheses (or an import
+        # rename one); then the ast says whether such a call has a callee bound toward one.
+        if facts.unsure:
+            return True
+        if not (facts.search_code(_DEVICE_KEYWORD) and _calls_with_device(facts.code)):
+            return False
         return _may_call_with_device(facts)
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
@@ -79,6 +91,29 @@ class VllmDeviceArg(PythonRule):
         return self.rewrite(original, updated, updated.with_changes(args=args),
                             f"{name}(device=...) removed: {REMOVED_IN}; the platform plugin selects the NPU",
                             portable=lambda: updated.with_changes(args=args))
+
+
+def _calls_with_device(code: str) -> bool:
+    """Whether the code (comments gone, each literal a space) renames an engine-argument class in an
+    import, or calls one by its name with `device=` somewhere inside the call's parentheses. A quote
+    there (an f-string's body, where literals stay) or a parenthesis never closed: yes."""
+    for call in _CALLS.finditer(code):
+        if call.group("alias") is not None:
+            return True
+        depth = 1
+        for token in _INSIDE.finditer(code, call.end()):
+            text = token.group()
+            if text == "(":
+                depth += 1
+            elif text == ")":
+                depth -= 1
+                if depth == 0:
+                    break
+            else:
+                return True  # `device=` inside, or a quote
+        else:
+            return True
+    return False
 
 
 def _may_call_with_device(facts) -> bool:

@@ -70,7 +70,12 @@ CASES = [
     ("vllm-device-arg", "r.py",
      'from vllm import LLM\nfrom vllm.distributed.device_communicators.pynccl import PyNcclCommunicator\n'
      'comm = PyNcclCommunicator(group, device=rank)\n', True),
+    ("vllm-device-arg", "r.py", 'from vllm import LLM\ndef build(device="cuda", cls=LLM):\n    return cls\n', True),
     ("vllm-device-arg", "r.py", 'import vllm as v\nllm = v.LLM(model="m", device="cuda")\n', False),
+    ("vllm-device-arg", "r.py", 'from vllm import LLM\nllm = LLM(model="m", device \\\n    = "cuda")\n', False),
+    ("vllm-device-arg", "r.py",
+     'from vllm import LLM\nllm = LLM(\n    model=get(("m")),  # the model )\n    device="cuda",\n)\n', False),
+    ("vllm-device-arg", "r.py", 'from vllm import LLM\nprint(f"{LLM(model=\')\', device=\'cuda\')}")\n', False),
     ("vllm-device-arg", "r.py", 'from vllm import LLM as Engine\ndef f(dev):\n    return Engine(model="m", device=dev)\n',
      False),
     ("vllm-device-arg", "r.py",
