@@ -57,3 +57,18 @@ def test_converted_launcher_runs_on_both_hosts(tmp_path, tool, expected):
                           text=True)
     assert done.returncode == 0, done.stderr
     assert done.stdout.splitlines() == expected
+
+
+def test_probe_lines_are_looked_for_once_per_script_not_per_word(monkeypatch):
+    # shell-nvidia-smi asks, for every command word, whether it sits on a probe line: searching the text
+    # each time made vllm-ascend's 68 KB install script cost 3 s of CPU. The search is per script now.
+    from npu_port.transpiler.text import shell
+
+    calls = []
+    real = shell._probe_line_span
+    monkeypatch.setattr(shell, "_probe_line_span", lambda text, name: calls.append(name) or real(text, name))
+    script = b"#!/bin/bash\n" + b"".join(b"echo step %d\nnvidia-smi -L\n" % i for i in range(300))
+    for keep_cuda in (False, True):
+        calls.clear()
+        Engine(Settings(select=("shell-nvidia-smi",), keep_cuda=keep_cuda)).convert(script, "run.sh")
+        assert len(calls) <= 4 * len(PROBE_LINES)

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Optional
 
 from npu_port.transpiler.core.python_source import SourceError
@@ -181,6 +182,12 @@ class Script:
         self.params: list[Param] = []
         self.heredocs: list[Heredoc] = []
         _Lexer(self, text).lex_all()
+
+    @cached_property
+    def probe_spans(self) -> tuple[tuple[int, int], ...]:
+        """Where the probe lines --keep-cuda adds are in the text. Found once per script: a rule asks
+        for every command word, and searching the text each time made a 68 KB script cost seconds."""
+        return tuple(span for name in PROBE_LINES if (span := _probe_line_span(self.text, name)))
 
     def assigned_names(self) -> set[str]:
         """Every variable the script assigns or exports anywhere."""
@@ -904,7 +911,7 @@ def probe_reference(rule: ShellRule, cmd: Command, name: str = "DEVICE") -> Opti
 
 def in_probe_line(script: Script, offset: int) -> bool:
     """`offset` is on one of the probe lines that --keep-cuda added (their `nvidia-smi` is the GPU branch)."""
-    return any(span[0] <= offset < span[1] for n in PROBE_LINES if (span := _probe_line_span(script.text, n)))
+    return any(start <= offset < end for start, end in script.probe_spans)
 
 
 def _assigned_elsewhere(script: Script, name: str) -> bool:
