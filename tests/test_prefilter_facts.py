@@ -21,6 +21,12 @@ RULES = all_rules()
 # tl.extra.cuda, setup.py files without a CUDA-only requirement); each other one a near miss that the
 # scout must keep accepting.
 CASES = [
+    # vllm-spawn-env: files that name vllm without importing it, or set the variable already.
+    ("vllm-spawn-env", "t.py", 'PLATFORM = "vllm"\nimport torch\n', True),
+    ("vllm-spawn-env", "t.py", 'import os\nos.environ["VLLM_WORKER_MULTIPROC_METHOD"] = "spawn"\nfrom vllm import LLM\n',
+     True),
+    ("vllm-spawn-env", "t.py", "def f():\n    from vllm import LLM\n    return LLM\n", False),
+    ("vllm-spawn-env", "t.py", "import vllm.distributed as d\n# VLLM_WORKER_MULTIPROC_METHOD unset\n", False),
     ("torch-npu-import", "repo/vllm_ascend/ops/x.py", "import torch\nx = torch.npu.current_device()\n", True),
     ("torch-npu-import", "repo/tools/x.py", "import torch\nx = torch.npu.current_device()\n", False),
     ("env-var-names", "scripts/serve.py",
