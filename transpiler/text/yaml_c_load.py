@@ -128,10 +128,12 @@ class _Builder:
             raise _Unsure("an explicit tag")
         if kind is _EVENTS.ScalarEvent:
             node: Node = self._scalar(event, context, anchor)
+            if anchor is not None:
+                self.anchors[anchor] = node
         elif kind is _EVENTS.SequenceStartEvent:
             node = SequenceNode(self.resolver.resolve(SequenceNode, None, (True, False)), [],
                                 self._mark(event.start_mark), None, flow_style=event.flow_style, anchor=anchor)
-            if anchor is not None:
+            if anchor is not None:  # before its items, as ruamel's composer does: an alias inside may name it
                 self.anchors[anchor] = node
             while True:
                 item = self._next()
@@ -154,8 +156,6 @@ class _Builder:
                 node.value.append((key, self._node(self._next(), values, depth + 1)))
         else:
             raise _Unsure(f"an unexpected {kind.__name__}")
-        if anchor is not None:
-            self.anchors[anchor] = node
         return node
 
     def _scalar(self, event: Any, context: Optional[str], anchor: Optional[str]) -> ScalarNode:
