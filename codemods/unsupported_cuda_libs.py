@@ -221,6 +221,8 @@ class UnsupportedCudaLibraries(PythonRule):
                 self._report_import(alias, node, row, f"import {name}")
 
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.module is not None:
+            self._judged.add(id(node.module))  # `from bnb.nn import X` names its module, no use of `bnb`
         if node.relative or node.module is None:
             return
         module = dotted_name(node.module)
@@ -376,7 +378,33 @@ class UnsupportedCudaLibraries(PythonRule):
         self._judged.add(id(node.value))
         self._reference(node)
 
-    # Names that bind or label rather than use: a def's or class's name, parameters, keywords.
+    # Names that bind or label rather than use: a def's or class's name, parameters, keywords, the
+    # names a `global` / `nonlocal` declares, `except ... as NAME`, a match pattern's captures.
+    def visit_Global(self, node: cst.Global) -> None:
+        self._judged.update(id(item.name) for item in node.names)
+
+    def visit_Nonlocal(self, node: cst.Nonlocal) -> None:
+        self._judged.update(id(item.name) for item in node.names)
+
+    def visit_ExceptHandler(self, node: cst.ExceptHandler) -> None:
+        if node.name is not None:
+            self._judged.add(id(node.name.name))
+
+    def visit_MatchAs(self, node: cst.MatchAs) -> None:
+        if node.name is not None:
+            self._judged.add(id(node.name))
+
+    def visit_MatchStar(self, node: cst.MatchStar) -> None:
+        if node.name is not None:
+            self._judged.add(id(node.name))
+
+    def visit_MatchMapping(self, node: cst.MatchMapping) -> None:
+        if node.rest is not None:
+            self._judged.add(id(node.rest))
+
+    def visit_MatchKeywordElement(self, node: cst.MatchKeywordElement) -> None:
+        self._judged.add(id(node.key))
+
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         self._judged.add(id(node.name))
 
