@@ -89,6 +89,41 @@ def match_library(target: str, name: str) -> Optional[LibraryRow]:
     return None
 
 
+def import_finding(row: LibraryRow, text: str, local: str, optional: bool, elsewhere: set[str]) -> tuple[str, str]:
+    """(message, severity) of an import of a library (judged once the whole file is read)."""
+    if local and local in elsewhere:
+        return (f"{row.what}: `{text}` does not work on Ascend NPU; `{local}` is also imported from a non-CUDA "
+                f"module here, the NPU path", "info")
+    if optional:
+        return (f"{row.what}: `{text}` is optional here (ImportError handled or an NPU check); it will not import "
+                f"on Ascend NPU", "info")
+    return f"{row.what}: `{text}` does not work on Ascend NPU", "warning"
+
+
+def use_finding(message: str, local: str, guarded: bool, severity: str, ported: set[str],
+                elsewhere: set[str]) -> Optional[tuple[str, str]]:
+    """(message, severity) of a use site, None where another rule ports the name: info where the code
+    already has another path (optional import, NPU guard, or the name also imported from a non-CUDA module)."""
+    if local and local in ported:
+        return None
+    if local and local in elsewhere:
+        return (f"{message}; `{local}` is also imported from a non-CUDA module here, so this may be the NPU path",
+                "info")
+    if guarded:
+        return f"{message} (optional here: the code has another path)", "info"
+    return message, severity
+
+
+def launch_message(name: str) -> str:
+    return f"launch of Triton kernel `{name}` does not run on Ascend NPU without triton-ascend"
+
+
+def is_launched_kernel(name: str, kernels: set[str], triton_file: bool) -> bool:
+    """A kernel of this file, or (in a file that uses Triton) one imported under a kernel's name."""
+    last = name.rsplit(".", 1)[-1]
+    return last in kernels or (triton_file and "kernel" in last.lower())
+
+
 def _catches_import_errors(node: cst.Try) -> bool:
     for handler in node.handlers:
         if handler.type is None:
@@ -166,6 +201,7 @@ class UnsupportedCudaLibraries(PythonRule):
 
     ID = "unsupported-cuda-libs"
     SAFETY = "report-only"
+    AST_TWIN = "npu_port.codemods._unsupported_cuda_libs_ast:AstUnsupportedCudaLibraries"
     TRIGGERS = ("triton", "cupy", "pycuda", "numba", "pynvml", "bitsandbytes", "xformers", "liger_kernel",
                 "flash_attn", "apex", "amp_C", "mamba_ssm", "causal_conv1d", "transformer_engine", "tensorrt",
                 "cpp_extension", "pynccl", "nccl_engine", "nvtx")
@@ -286,14 +322,8 @@ class UnsupportedCudaLibraries(PythonRule):
 
     def _emit_imports(self) -> None:
         for at, row, text, optional, local in self._imports:
-            if local and local in self._elsewhere:
-                self.report(at, f"{row.what}: `{text}` does not work on Ascend NPU; `{local}` is also imported "
-                                f"from a non-CUDA module here, the NPU path", severity="info", hint=row.hint)
-            elif optional:
-                self.report(at, f"{row.what}: `{text}` is optional here (ImportError handled or an NPU check); "
-                                f"it will not import on Ascend NPU", severity="info", hint=row.hint)
-            else:
-                self.report(at, f"{row.what}: `{text}` does not work on Ascend NPU", hint=row.hint)
+            message, severity = import_finding(row, text, local, optional, self._elsewhere)
+            self.report(at, message, severity=severity, hint=row.hint)
 
     # -- uses ----------------------------------------------------------------------------------
     def _report_use(self, node: cst.CSTNode, message: str, hint: str, severity: str = "warning") -> None:
@@ -307,16 +337,9 @@ class UnsupportedCudaLibraries(PythonRule):
 
     def _emit_uses(self) -> None:
         for node, message, hint, local, guarded, severity in self._uses:
-            if local and local in self._ported:
-                continue
-            if local and local in self._elsewhere:
-                self.report(node, f"{message}; `{local}` is also imported from a non-CUDA module here, so "
-                                  f"this may be the NPU path", severity="info", hint=hint)
-            elif guarded:
-                self.report(node, f"{message} (optional here: the code has another path)", severity="info",
-                            hint=hint)
-            else:
-                self.report(node, message, severity=severity, hint=hint)
+            found = use_finding(message, local, guarded, severity, self._ported, self._elsewhere)
+            if found is not None:
+                self.report(node, found[0], severity=found[1], hint=hint)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._judged.add(id(node.name))
@@ -491,12 +514,8 @@ class UnsupportedCudaLibraries(PythonRule):
         row = match_library(self.ctx.target, "triton.jit")
         triton_file = self._imports_triton or bool(self._kernels)
         for node, name in self._launches:
-            last = name.rsplit(".", 1)[-1]
-            # A kernel of this file, or (in a file that uses Triton) one imported under a kernel's name.
-            if last in self._kernels or (triton_file and "kernel" in last.lower()):
-                hint = row.hint if row is not None else ""
-                self._report_use(node, f"launch of Triton kernel `{name}` does not run on Ascend NPU without "
-                                       f"triton-ascend", hint)
+            if is_launched_kernel(name, self._kernels, triton_file):
+                self._report_use(node, launch_message(name), row.hint if row is not None else "")
 
     @staticmethod
     def _builds_cuda(node: cst.Call, builds: CudaBuilds) -> bool:

@@ -12,7 +12,7 @@ import libcst as cst
 
 from npu_port.transpiler.analysis.dispatch import GUARD_TYPES, MARKING_TYPES, Guard, dispatch_guard, guards_below
 from npu_port.transpiler.analysis.imports import dotted_name
-from npu_port.transpiler.core import trusted_parse
+from npu_port.transpiler.core import ast_pass, trusted_parse
 from npu_port.transpiler.core.cst_walk import transform
 from npu_port.transpiler.core.files import NUL_BYTES, decode_problem
 from npu_port.transpiler.core.report import Finding
@@ -252,6 +252,10 @@ def python_syntax_error(source: bytes | str) -> Optional[tuple[int, int, str]]:
 
 def convert_python(data: bytes, path: str, rule_classes: Sequence[type[PythonRule]],
                    options: RunOptions) -> tuple[bytes, list[Finding]]:
+    if all(cls.AST_TWIN for cls in rule_classes):  # report-only rules with an `ast` twin: no LibCST tree needed
+        findings = ast_pass.report(data, path, rule_classes, options)
+        if findings is not None:
+            return data, findings
     module = parse(data, path)
     ctx = PythonContext(path, data.decode(module.encoding, errors="replace"), module, options)
     rules = [cls(ctx) for cls in rule_classes]

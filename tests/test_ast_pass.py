@@ -1,0 +1,130 @@
+"""The report-only pass on `ast` (core/ast_pass) against the LibCST pass it stands in for: the same
+findings in the same order on every fixture and on odd texts, or a decline (the LibCST path then)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from npu_port.transpiler.core import ast_pass, python_source
+from npu_port.transpiler.core.cst_walk import transform
+from npu_port.transpiler.core.engine import Engine
+from npu_port.transpiler.core.registry import all_rules
+from npu_port.transpiler.core.rules import PythonContext, RunOptions
+from npu_port.transpiler.core.settings import Settings
+
+ROOT = Path(__file__).resolve().parents[1]
+OPTIONS = RunOptions()
+TWINNED = [r for r in all_rules().values() if r.LANGUAGE == "python" and r.AST_TWIN]
+
+
+def libcst_findings(data: bytes, path: str, rule):
+    module = python_source.parse(data, path)
+    ctx = PythonContext(path, data.decode(module.encoding, errors="replace"), module, OPTIONS)
+    instance = rule(ctx)
+    updated = transform(module, python_source._Dispatcher([instance], ctx))
+    instance.finalize(module, updated)
+    ctx.resolve_pending()
+    return ctx.findings
+
+
+def compare(data: bytes, rule, path: str = "x.py"):
+    """The ast pass's findings (None: declined), having checked them against LibCST's."""
+    found = ast_pass.report(data, path, [rule], OPTIONS)
+    if found is not None:
+        assert found == libcst_findings(data, path, rule)
+    return found
+
+
+def test_some_rule_has_a_twin_and_only_report_only_rules_do():
+    assert TWINNED
+    assert all(r.SAFETY == "report-only" for r in TWINNED)
+
+
+FIXTURES = sorted(p for p in (ROOT / "fixtures").rglob("*.py"))
+
+
+@pytest.mark.parametrize("rule", TWINNED, ids=lambda r: r.ID)
+def test_every_fixture_reads_the_same(rule):
+    answered = 0
+    for path in FIXTURES:
+        data = path.read_bytes()
+        try:
+            python_source.parse(data, str(path))
+        except python_source.SourceError:
+            assert ast_pass.report(data, str(path), [rule], OPTIONS) in (None, [])
+            continue
+        answered += compare(data, rule, str(path)) is not None
+    assert answered >= 0.8 * len(FIXTURES), "the ast pass declines most fixtures"
+
+
+ODD = {
+    "decorators": "import triton\n@ (triton.jit)\ndef k(x):\n    pass\n@triton.autotune(configs=[triton.Config({})])\n"
+                  "@triton.jit\ndef k2(x):\n    return k[1](x)\n",
+    "elif_chain": "import torch\nimport cupy as cp\nif torch.npu.is_available():\n    x = 1\nelif ok:\n    cp.asarray(1)\n"
+                  "else:\n    if y:\n        cp.zeros(2)\n",
+    "npu_twins": "import torch, pynvml\ndef seed(s):\n    torch.cuda.manual_seed(s); pynvml.nvmlInit()\n"
+                 "    if is_npu_available():\n        torch.npu.manual_seed(s)\n",
+    "test_comments": "import pynvml\nif (ready  # on npu\n    ):\n    pynvml.nvmlInit()\n",
+    "from_modules": "import bitsandbytes\nfrom bitsandbytes.nn import Linear8bitLt as L\nx = L(1)\n",
+    "try_suite": "try: import flash_attn\nexcept ImportError: flash_attn = None\nflash_attn.flash_attn_func(q)\n",
+    "non_ascii": "import cupy as cp\nnom = 'é'; v = cp.asarray(nom)  # ü\nif x:\n\tw = 'ü' if y else cp.ones(1)\n",
+    "async_and_class": "class A:\n    import xformers\n    async def f(self):\n        import xformers.ops as xops\n"
+                       "        return xops.memory_efficient_attention(q)\n",
+    "getattr_device": "import torch, pynvml\ndef mod(name):\n    pynvml.nvmlInit()\n    return getattr(torch, name)\n",
+    "registry": "import pynvml\n@register(device='cuda')\ndef f(device='cuda'):\n    return pynvml.nvmlInit()\n",
+    "cuda_flag": "import pynvml\nMergeOptions(cuda=pynvml.nvmlInit())\ntorch.load(f, cuda=pynvml.x)\n",
+    "nvidia_tests": "import pynvml\nif is_nvidia and pynvml.ok and more:\n    pynvml.nvmlInit()\n"
+                    "y = pynvml.a if torch.version.cuda else None\n",
+    "subscript_tuple": "import cupy\nd = {}\nd['cuda', 'npu'] = cupy.asarray(1)\nx = ('cuda', 'npu', cupy.zeros(1))\n",
+    "mapping": "import cupy\ndev = 'cuda' if name == 'gpu' else name\ncupy.asarray(dev)\n",
+    "glued": "import torch\nload_inline(name='x', cuda_sources=None, sources=['a' '.cu'])\n"
+             "from torch.utils.cpp_extension import load\n_ext = load(name='e', sources=[f'k.cu'])\n_ext.run(x)\n",
+    "dynamic": "import importlib\nm = importlib.import_module('cupy')\nn = __import__('pynvml')\n",
+    "patched": "import torch, cupy\ntorch.cuda.Stream = cupy.cuda.Stream\nsetattr(torch.cuda, 'x', cupy.y)\n",
+    "binding_names": "import bitsandbytes\ndef f():\n    global bitsandbytes\n    try:\n        pass\n"
+                     "    except ImportError as bitsandbytes:\n        pass\n",
+    "lambda_walrus_match": "import cupy as cp\nf = lambda a=cp.ones(1): a\nif (n := cp.zeros(1)) is not None:\n"
+                           "    match n:\n        case {'k': v}:\n            cp.asarray(v)\n",
+    "compare_resolver": "from verl.utils.device import get_device_name\nimport pynvml\n"
+                        "if get_device_name() == 'cuda':\n    pynvml.nvmlInit()\n",
+    "npu_lookup": "import pynvml\ndef f(cfg, device='cuda'):\n    d = cfg.get('device', 'cuda')\n"
+                  "    if device == 'npu' or d == 'npu':\n        return torch.npu\n    pynvml.nvmlInit()\n",
+    "rocm": "import pynvml\ndef vis():\n    os.environ.get('HIP_VISIBLE_DEVICES')\n    pynvml.nvmlInit()\nis_hip = 1\n",
+}
+
+
+@pytest.mark.parametrize("rule", TWINNED, ids=lambda r: r.ID)
+@pytest.mark.parametrize("name", sorted(ODD))
+def test_odd_texts_read_the_same_or_decline(rule, name):
+    compare(ODD[name].encode("utf-8"), rule)
+
+
+def test_most_odd_texts_are_answered():
+    # Declining is always exact, so a pass that declined everything would pass the test above.
+    rule = next(r for r in TWINNED if r.ID == "unsupported-cuda-libs")
+    answered = [n for n, text in ODD.items() if compare(text.encode("utf-8"), rule) is not None]
+    assert len(answered) >= len(ODD) - 3, sorted(set(ODD) - set(answered))
+
+
+def test_declines_what_it_cannot_read_exactly():
+    rule = next(r for r in TWINNED if r.ID == "unsupported-cuda-libs")
+    for text in ("import cupy  # npu-port: ignore\n", "import cupy\r\nx = 1\rcupy.a()\n", "\ufeffimport cupy\n",
+                 "import cupy\nx = (1 +\n"):
+        assert ast_pass.report(text.encode("utf-8"), "x.py", [rule], OPTIONS) is None
+
+
+def test_the_engine_reads_a_report_only_file_without_libcst(monkeypatch):
+    data = b"import pynvml\nimport torch\n\npynvml.nvmlInit()\nprint(torch.ones(1))\n"
+    engine = Engine(Settings())
+    rules = engine.needs_parse(data, "python", "x.py")
+    assert [r.ID for r in rules] == ["unsupported-cuda-libs"]  # torch-npu-import follows no change here
+    expected = libcst_findings(data, "x.py", rules[0])
+
+    def no_libcst(*args, **kwargs):
+        raise AssertionError("parsed with LibCST")
+
+    monkeypatch.setattr(python_source, "parse", no_libcst)
+    converted = engine.convert(data, "x.py")
+    assert converted.output is None and converted.outcome.findings == expected and expected

@@ -1,0 +1,277 @@
+"""Report-only files on Python's `ast`: the findings a LibCST pass would give, at a tenth of its cost.
+
+A file whose selected rules can only report (SAFETY "report-only") needs no tree that prints back,
+and most of what a run parses on a real repository is such files (verl: 45 of 82, trl: 18 of 38, each
+a full LibCST parse and walk for a few findings). A rule that ships an `AST_TWIN` (a class with
+visit_<ast node>/leave_<ast node> hooks and `finalize`, reading an `AstContext`) is run here instead,
+in one walk that keeps what the LibCST walk keeps for rules: the import table per scope, the nodes
+that pick a branch by device (analysis/ast_dispatch), the names a shim patches, positions in LibCST's
+columns. Nodes are visited in LibCST's order (its children are in source order; some of ast's fields
+are not), so findings come out in the same order.
+
+Exactness comes first: where `ast` cannot tell what LibCST sees, the pass declines (returns None) and
+the engine takes the LibCST path, as it does for every file this pass cannot read. Both paths run over
+every fixture and odd text in tests/test_ast_pass.py and must agree.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import io
+import tokenize
+import warnings
+from collections.abc import Sequence
+from typing import Any, Optional
+
+from npu_port.transpiler.analysis.ast_dispatch import AstDispatch
+from npu_port.transpiler.analysis.ast_source import AstImports, Decline, Source, dotted
+from npu_port.transpiler.analysis.dispatch import FileDispatch, Guard
+from npu_port.transpiler.core.report import Finding
+from npu_port.transpiler.core.rules import FileContext, RunOptions
+
+_PATCHERS = frozenset({"setattr", "delattr", "monkeypatch.setattr", "monkeypatch.delattr", "patch",
+                       "mock.patch", "unittest.mock.patch", "patch.object", "mock.patch.object"})
+_FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+_SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
+# Nodes LibCST has no node for, or that hold no code: not visited.
+_SKIPPED = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
+
+
+class AstContext(FileContext):
+    """What a twin reads: the file, the import table, guards, patched names; and where it reports."""
+
+    def __init__(self, path: str, text: str, source: Source, options: RunOptions):
+        super().__init__(path, text, options)
+        self.source = source
+        self.imports = AstImports(source)
+        self.dispatch: Optional[AstDispatch] = None
+        self.patched: set[int] = set()
+
+    def resolve(self, node: ast.AST) -> Optional[str]:
+        return self.imports.resolve(node)
+
+    def guard_of(self, node: ast.AST) -> Optional[Guard]:
+        return self.dispatch.guarded.get(id(node)) if self.dispatch is not None else None
+
+    def current_guard(self) -> Optional[Guard]:
+        """The guard of the code being walked through (what LibCST gives a node with no own reason)."""
+        return self.dispatch.current if self.dispatch is not None else None
+
+    def is_patched(self, node: ast.AST) -> bool:
+        return id(node) in self.patched
+
+    def note_at(self, line: int, byte_col: int, rule: str, message: str, *, severity="warning", hint: str = "") -> None:
+        self.findings.append(Finding(self.path, line, self.source.column(line, byte_col) + 1, rule, severity,
+                                     message, "finding", hint, ""))
+
+
+def report(data: bytes, path: str, rule_classes: Sequence[type], options: RunOptions,
+           tree: Optional[ast.Module] = None) -> Optional[list[Finding]]:
+    """The findings of `rule_classes` on the file, or None where this pass does not answer (a rule
+    without a twin, text LibCST may read otherwise, anything `ast` refuses): the caller parses with
+    LibCST then, which also reports every error as before."""
+    names = [getattr(cls, "AST_TWIN", "") for cls in rule_classes]
+    if not names or not all(names) or b"\x00" in data or data.startswith(b"\xef\xbb\xbf"):
+        return None
+    twins = [_twin(name) for name in names]
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+        text = data.decode(encoding)
+        if tree is None:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                tree = ast.parse(data)
+    except (SyntaxError, ValueError, LookupError, UnicodeError, RecursionError, MemoryError):
+        return None
+    if "\r" in text and text.count("\r") != text.count("\r\n"):
+        return None  # lone carriage returns: lines counted differently
+    source = Source(text)
+    ctx = AstContext(path, text, source, options)
+    if ctx.ignores:
+        return None  # `# npu-port: ignore` spans LibCST's node extents, which ast does not give
+    try:
+        source.statement_starts(tree)
+        ctx.dispatch = AstDispatch(source, FileDispatch.of(path, text), ctx.imports.resolve)
+        rules = [twin(ctx) for twin in twins]  # type: ignore[misc]
+        _Walk(ctx, rules).node(tree)
+        for rule in rules:
+            rule.finalize()
+    except (Decline, RecursionError):
+        return None
+    return ctx.findings
+
+
+def _twin(name: str) -> type:
+    """The twin class a rule names ("module:Class"), imported when a file first needs it."""
+    found = _TWINS.get(name)
+    if found is None:
+        module, _, attr = name.partition(":")
+        found = _TWINS[name] = getattr(importlib.import_module(module), attr)
+    return found
+
+
+_TWINS: dict[str, type] = {}
+
+
+class _Walk:
+    """One pre-order walk in LibCST's order, running the twins' hooks and keeping the context current."""
+
+    def __init__(self, ctx: AstContext, rules: Sequence[Any]):
+        self.ctx = ctx
+        self.dispatch: AstDispatch = ctx.dispatch  # type: ignore[assignment]
+        self._hooks: dict[type, tuple[tuple, tuple]] = {}
+        self._rules = rules
+        self._decorator_hooks = [(getattr(r, "visit_decorator", None), getattr(r, "leave_decorator", None)) for r in rules]
+
+    def _hooks_for(self, kind: type) -> tuple[tuple, tuple]:
+        name = kind.__name__
+        found = (tuple(getattr(r, "visit_" + name) for r in self._rules if hasattr(r, "visit_" + name)),
+                 tuple(getattr(r, "leave_" + name) for r in self._rules if hasattr(r, "leave_" + name)))
+        self._hooks[kind] = found
+        return found
+
+    def node(self, node: ast.AST) -> None:
+        kind = type(node)
+        visits, leaves = self._hooks.get(kind) or self._hooks_for(kind)
+        ctx = self.ctx
+        if isinstance(node, _SCOPES):
+            ctx.imports.enter(node)
+        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete, ast.Call)):
+            self._patch(node)
+        self.dispatch.enter(node)
+        for fn in visits:
+            fn(node)
+        self._children(node)
+        for fn in leaves:
+            fn(node)
+        self.dispatch.leave(node)
+        if isinstance(node, _SCOPES):
+            ctx.imports.leave(node)
+
+    def _children(self, node: ast.AST) -> None:
+        if isinstance(node, _FUNCTIONS) or isinstance(node, ast.ClassDef):
+            for decorator in node.decorator_list:
+                self._decorator(decorator)
+            if isinstance(node, ast.ClassDef):
+                self._exprs([*node.bases, *node.keywords])
+            else:
+                self._arguments(node.args)
+                if node.returns is not None:
+                    self.node(node.returns)
+            self._block(node, "body", node.body)
+            return
+        if isinstance(node, ast.IfExp):
+            self.node(node.body)
+            self.node(node.test)
+            self.node(node.orelse)
+            return
+        if isinstance(node, ast.Call):
+            self.node(node.func)
+            self._exprs([*node.args, *node.keywords])
+            return
+        if isinstance(node, ast.Dict):
+            for key, value in zip(node.keys, node.values):
+                if key is not None:
+                    self.node(key)
+                self.node(value)
+            return
+        if isinstance(node, ast.Lambda):
+            self._arguments(node.args)
+            self.node(node.body)
+            return
+        if isinstance(node, ast.Subscript):
+            self.node(node.value)
+            self.dispatch.note_slice(node)
+            self.node(node.slice)
+            return
+        if isinstance(node, ast.If):
+            self.node(node.test)
+            self._block(node, "body", node.body)
+            orelse = node.orelse
+            if len(orelse) == 1 and self.ctx.source.text.startswith("elif", self.ctx.source.start(orelse[0])):
+                self.node(orelse[0])
+            elif orelse:
+                self._block(node, "orelse", orelse)
+            return
+        for name, value in ast.iter_fields(node):
+            if isinstance(value, list):
+                if value and isinstance(value[0], ast.stmt):
+                    self._block(node, name, value)
+                else:
+                    for item in value:
+                        if isinstance(item, ast.AST) and not isinstance(item, _SKIPPED):
+                            self.node(item)
+            elif isinstance(value, ast.AST) and not isinstance(value, _SKIPPED):
+                self.node(value)
+
+    def _block(self, owner: ast.AST, field: str, body: list[ast.stmt]) -> None:
+        if isinstance(owner, ast.Module):
+            for stmt in body:
+                self.node(stmt)
+            return
+        key = (id(owner), field)
+        self.dispatch.enter_block(key, body, self.ctx.source.starts_line(body[0]))
+        for stmt in body:
+            self.node(stmt)
+        self.dispatch.leave_block(key)
+
+    def _exprs(self, nodes: list) -> None:
+        for item in sorted(nodes, key=lambda n: (n.lineno, n.col_offset)):
+            self.node(item)
+
+    def _arguments(self, args: ast.arguments) -> None:
+        found = [*args.posonlyargs, *args.args, *([args.vararg] if args.vararg else []), *args.kwonlyargs,
+                 *([args.kwarg] if args.kwarg else []), *args.defaults, *(d for d in args.kw_defaults if d is not None)]
+        self._exprs(found)
+
+    def _decorator(self, expr: ast.expr) -> None:
+        for visit, _ in self._decorator_hooks:
+            if visit is not None:
+                visit(expr)
+        self.node(expr)
+        for _, leave in self._decorator_hooks:
+            if leave is not None:
+                leave(expr)
+
+    def _patch(self, node: ast.AST) -> None:
+        """python_source._patch_targets: what the code assigns to, deletes or patches under torch.cuda."""
+        if isinstance(node, ast.Call):
+            func = node.func
+            end = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
+            if not (node.args or node.keywords) or end not in ("setattr", "delattr", "patch", "object"):
+                return
+            name = dotted(func) or ""
+            if not (name in _PATCHERS or name.endswith((".patch", ".patch.object"))):
+                return
+            arguments: list[Any] = [*node.args, *node.keywords]
+            first = min(arguments, key=lambda n: (n.lineno, n.col_offset))
+            targets = [first.value if isinstance(first, (ast.keyword, ast.Starred)) else first]
+        elif isinstance(node, ast.Assign):
+            targets = list(node.targets)
+        elif isinstance(node, ast.Delete):
+            targets = list(node.targets)  # `del a, b`: LibCST's one tuple target, flattened the same
+        else:
+            targets = [node.target]  # type: ignore[attr-defined]
+        found = [t for t in _flatten(targets) if self._names_torch_cuda(t)]
+        for target in found:
+            self.ctx.patched.update(id(n) for n in ast.walk(target))
+        if found and isinstance(node, ast.Assign):
+            self.ctx.patched.update(id(n) for n in ast.walk(node.value))
+
+    def _names_torch_cuda(self, node: ast.AST) -> bool:
+        if isinstance(node, ast.Constant) and isinstance(node.value, str):
+            if self.ctx.source.string_token(node) is None:
+                return False  # glued literals: not LibCST's SimpleString, and no dotted name
+            value = node.value
+            return value == "torch.cuda" or value.startswith("torch.cuda.")
+        name = dotted(node) or ""
+        return name == "torch.cuda" or name.startswith("torch.cuda.")
+
+
+def _flatten(targets):
+    for t in targets:
+        if isinstance(t, (ast.Tuple, ast.List)):
+            yield from _flatten(e.value if isinstance(e, ast.Starred) else e for e in t.elts)
+        else:
+            yield t
