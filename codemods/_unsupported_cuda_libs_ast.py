@@ -7,7 +7,7 @@ from __future__ import annotations
 import ast
 import io
 import tokenize
-from typing import Optional
+from typing import Any, Optional
 
 from npu_port.codemods._communicators import portable_communicator
 from npu_port.codemods.unsupported_cuda_libs import (
@@ -25,7 +25,7 @@ from npu_port.codemods.unsupported_cuda_libs import (
     use_finding,
 )
 from npu_port.transpiler.analysis.ast_source import Decline, dotted, leftmost, scope_statements, single_string_token
-from npu_port.transpiler.core.ast_pass import AstContext
+from npu_port.transpiler.core.rules import AstContext
 
 _Position = tuple[int, int]  # ast's (line, byte column)
 
@@ -55,7 +55,7 @@ class AstUnsupportedCudaLibraries:
         self._uses: list[tuple[_Position, str, str, str, bool, str]] = []
         self._ported: set[str] = set()
 
-    def _report(self, at: _Position, message: str, severity: str = "warning", hint: str = "") -> None:
+    def _report(self, at: _Position, message: str, severity: Any = "warning", hint: str = "") -> None:
         self.ctx.note_at(at[0], at[1], self.ID, message, severity=severity, hint=hint)
 
     def visit_Try(self, node: ast.Try) -> None:

@@ -39,6 +39,7 @@ class Source:
         self._starts = starts
         self._ascii = text.isascii()
         self._stmt_starts: Optional[list[int]] = None
+        self.tree: Optional[ast.Module] = None  # the tree the text was parsed into (next_statement_start)
 
     def column(self, line: int, byte_col: int) -> int:
         """The 0-based character column of `ast`'s byte offset `byte_col` on `line`."""
@@ -66,13 +67,21 @@ class Source:
 
     def next_statement_start(self, after: int) -> int:
         """The offset where the first statement starting after offset `after` begins (the end of the text if none)."""
-        if self._stmt_starts is None:
-            raise RuntimeError("statement_starts() first")
+        if self._stmt_starts is None:  # asked for a few function bodies only: found when first needed
+            starts: list[int] = []
+            stack = [self.tree]
+            while stack:
+                node = stack.pop()
+                for value in vars(node).values():
+                    if isinstance(value, list) and value and isinstance(value[0], (ast.stmt, ast.excepthandler,
+                                                                                   ast.match_case)):
+                        for child in value:
+                            if isinstance(child, ast.stmt):
+                                starts.append(self.start(child))
+                            stack.append(child)
+            self._stmt_starts = sorted(starts)
         i = bisect_right(self._stmt_starts, after)
         return self._stmt_starts[i] if i < len(self._stmt_starts) else len(self.text)
-
-    def statement_starts(self, tree: ast.Module) -> None:
-        self._stmt_starts = sorted(self.start(n) for n in ast.walk(tree) if isinstance(n, ast.stmt))
 
     def search_code(self, pattern, node: ast.expr) -> bool:
         """`pattern.search(code)` for LibCST's rendering of `node`: its text and its own parentheses, which

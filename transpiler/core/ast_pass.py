@@ -25,45 +25,23 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from npu_port.transpiler.analysis.ast_dispatch import AstDispatch
-from npu_port.transpiler.analysis.ast_source import AstImports, Decline, Source, dotted
-from npu_port.transpiler.analysis.dispatch import FileDispatch, Guard
+from npu_port.transpiler.analysis.ast_source import Decline, Source, dotted
+from npu_port.transpiler.analysis.dispatch import FileDispatch
+from npu_port.transpiler.core.files import parsed_tree
 from npu_port.transpiler.core.report import Finding
-from npu_port.transpiler.core.rules import FileContext, RunOptions
+from npu_port.transpiler.core.rules import AstContext, RunOptions
 
 _PATCHERS = frozenset({"setattr", "delattr", "monkeypatch.setattr", "monkeypatch.delattr", "patch",
                        "mock.patch", "unittest.mock.patch", "patch.object", "mock.patch.object"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
-# Nodes LibCST has no node for, or that hold no code: not visited.
-_SKIPPED = (ast.expr_context, ast.boolop, ast.operator, ast.unaryop, ast.cmpop)
-
-
-class AstContext(FileContext):
-    """What a twin reads: the file, the import table, guards, patched names; and where it reports."""
-
-    def __init__(self, path: str, text: str, source: Source, options: RunOptions):
-        super().__init__(path, text, options)
-        self.source = source
-        self.imports = AstImports(source)
-        self.dispatch: Optional[AstDispatch] = None
-        self.patched: set[int] = set()
-
-    def resolve(self, node: ast.AST) -> Optional[str]:
-        return self.imports.resolve(node)
-
-    def guard_of(self, node: ast.AST) -> Optional[Guard]:
-        return self.dispatch.guarded.get(id(node)) if self.dispatch is not None else None
-
-    def current_guard(self) -> Optional[Guard]:
-        """The guard of the code being walked through (what LibCST gives a node with no own reason)."""
-        return self.dispatch.current if self.dispatch is not None else None
-
-    def is_patched(self, node: ast.AST) -> bool:
-        return id(node) in self.patched
-
-    def note_at(self, line: int, byte_col: int, rule: str, message: str, *, severity="warning", hint: str = "") -> None:
-        self.findings.append(Finding(self.path, line, self.source.column(line, byte_col) + 1, rule, severity,
-                                     message, "finding", hint, ""))
+# Fields that never hold a node of code (contexts, operators, names as strings): not walked.
+_NO_NODE_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "type_comment", "kind", "conversion",
+                             "level", "module", "is_async", "lineno"})
+_PATCH_TYPES = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete, ast.Call})
+# Types whose children _children visits by hand: LibCST's order differs from their fields' (or blocks).
+_BY_HAND = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.IfExp, ast.Call, ast.Dict,
+                      ast.Lambda, ast.Subscript, ast.If})
 
 
 def report(data: bytes, path: str, rule_classes: Sequence[type], options: RunOptions,
@@ -79,6 +57,8 @@ def report(data: bytes, path: str, rule_classes: Sequence[type], options: RunOpt
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         text = data.decode(encoding)
         if tree is None:
+            tree = parsed_tree(data)  # the worker's parse_refusal parsed it already
+        if tree is None:
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 tree = ast.parse(data)
@@ -90,8 +70,8 @@ def report(data: bytes, path: str, rule_classes: Sequence[type], options: RunOpt
     ctx = AstContext(path, text, source, options)
     if ctx.ignores:
         return None  # `# npu-port: ignore` spans LibCST's node extents, which ast does not give
+    source.tree = tree
     try:
-        source.statement_starts(tree)
         ctx.dispatch = AstDispatch(source, FileDispatch.of(path, text), ctx.imports.resolve)
         rules = [twin(ctx) for twin in twins]  # type: ignore[misc]
         _Walk(ctx, rules).node(tree)
@@ -120,36 +100,52 @@ class _Walk:
     def __init__(self, ctx: AstContext, rules: Sequence[Any]):
         self.ctx = ctx
         self.dispatch: AstDispatch = ctx.dispatch  # type: ignore[assignment]
-        self._hooks: dict[type, tuple[tuple, tuple]] = {}
+        self._plans: dict[type, tuple] = {}
         self._rules = rules
         self._decorator_hooks = [(getattr(r, "visit_decorator", None), getattr(r, "leave_decorator", None)) for r in rules]
 
-    def _hooks_for(self, kind: type) -> tuple[tuple, tuple]:
+    def _plan_for(self, kind: type) -> tuple:
+        """What the walk does at a node of this type, worked out at its first node: whether it opens a
+        scope or can patch, the twins' hooks, its generic fields (None: _children reads it by hand)."""
         name = kind.__name__
-        found = (tuple(getattr(r, "visit_" + name) for r in self._rules if hasattr(r, "visit_" + name)),
-                 tuple(getattr(r, "leave_" + name) for r in self._rules if hasattr(r, "leave_" + name)))
-        self._hooks[kind] = found
-        return found
+        visits = tuple(getattr(r, "visit_" + name) for r in self._rules if hasattr(r, "visit_" + name))
+        leaves = tuple(getattr(r, "leave_" + name) for r in self._rules if hasattr(r, "leave_" + name))
+        fields = None if kind in _BY_HAND else tuple(f for f in kind._fields if f not in _NO_NODE_FIELDS)  # type: ignore[attr-defined]
+        plan = self._plans[kind] = (issubclass(kind, _SCOPES), kind in _PATCH_TYPES, visits, leaves, fields)
+        return plan
 
     def node(self, node: ast.AST) -> None:
         kind = type(node)
-        visits, leaves = self._hooks.get(kind) or self._hooks_for(kind)
-        ctx = self.ctx
-        if isinstance(node, _SCOPES):
-            ctx.imports.enter(node)
-        if isinstance(node, (ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete, ast.Call)):
+        scope, patch, visits, leaves, fields = self._plans.get(kind) or self._plan_for(kind)
+        if scope:
+            self.ctx.imports.enter(node)
+        if patch:
             self._patch(node)
         self.dispatch.enter(node)
         for fn in visits:
             fn(node)
-        self._children(node)
+        if fields is None:
+            self._children(node)
+        else:
+            for name in fields:
+                value = getattr(node, name)
+                if type(value) is list:
+                    if value and isinstance(value[0], ast.stmt):
+                        self._block(node, name, value)
+                    else:
+                        for item in value:
+                            if isinstance(item, ast.AST):
+                                self.node(item)
+                elif isinstance(value, ast.AST):
+                    self.node(value)
         for fn in leaves:
             fn(node)
         self.dispatch.leave(node)
-        if isinstance(node, _SCOPES):
-            ctx.imports.leave(node)
+        if scope:
+            self.ctx.imports.leave(node)
 
     def _children(self, node: ast.AST) -> None:
+        """The children of the node types whose fields are not in LibCST's order (or hold blocks)."""
         if isinstance(node, _FUNCTIONS) or isinstance(node, ast.ClassDef):
             for decorator in node.decorator_list:
                 self._decorator(decorator)
@@ -194,16 +190,6 @@ class _Walk:
             elif orelse:
                 self._block(node, "orelse", orelse)
             return
-        for name, value in ast.iter_fields(node):
-            if isinstance(value, list):
-                if value and isinstance(value[0], ast.stmt):
-                    self._block(node, name, value)
-                else:
-                    for item in value:
-                        if isinstance(item, ast.AST) and not isinstance(item, _SKIPPED):
-                            self.node(item)
-            elif isinstance(value, ast.AST) and not isinstance(value, _SKIPPED):
-                self.node(value)
 
     def _block(self, owner: ast.AST, field: str, body: list[ast.stmt]) -> None:
         if isinstance(owner, ast.Module):

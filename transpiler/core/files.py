@@ -299,11 +299,26 @@ def parse_refusal(data: bytes) -> Optional[str]:
         return None  # LibCST reports the error with its position
     finally:
         sys.setrecursionlimit(limit)
+    _last_parse[:] = [data, tree]
     found = longest_expression(tree, data)
     if found[0] > MAX_EXPRESSION_OPERATORS:
         return (f"expression too long for the parser ({found[0]} operators in one expression at line {found[1]}; "
                 f"the limit is {MAX_EXPRESSION_OPERATORS})")
     return None
+
+
+# The tree parse_refusal built, for the conversion of the same file that follows it (core/ast_pass reads
+# it instead of parsing again): handed over once, to a caller holding the very bytes it was parsed from.
+_last_parse: list = [None, None]
+
+
+def parsed_tree(data: bytes):
+    """The `ast` tree parse_refusal built from this `data` object, or None."""
+    if _last_parse[0] is not data:
+        return None
+    tree = _last_parse[1]
+    _last_parse[:] = [None, None]
+    return tree
 
 
 def longest_expression(tree, data: bytes, limit: int = MAX_EXPRESSION_OPERATORS) -> tuple[int, int]:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, ClassVar, Literal, Optional, get_args
 
 import libcst as cst
 
+from npu_port.transpiler.analysis.ast_source import AstImports, Source
 from npu_port.transpiler.analysis.dispatch import (
     DEVICE_COMPARISON,
     DISPATCH_PARAMETER,
@@ -32,6 +33,9 @@ from npu_port.transpiler.analysis.locations import StatementLocations
 from npu_port.transpiler.core.report import Finding, FindingKind, Severity
 
 if TYPE_CHECKING:
+    import ast
+
+    from npu_port.transpiler.analysis.ast_dispatch import AstDispatch
     from npu_port.transpiler.analysis.source_facts import SourceFacts
 
 # The words a rule is described with; the registry refuses a rule that uses another.
@@ -330,3 +334,33 @@ class TextRule(Rule):
 
     def apply(self, text: str) -> str:  # pragma: no cover - interface
         raise NotImplementedError
+
+
+class AstContext(FileContext):
+    """The context of a rule's twin on Python's `ast` (core/ast_pass): the file, the import table per
+    scope, the device-dispatch guards, the names a shim patches; and where the twin reports."""
+
+    def __init__(self, path: str, text: str, source: Source, options: RunOptions):
+        super().__init__(path, text, options)
+        self.source = source
+        self.imports = AstImports(source)
+        self.dispatch: Optional[AstDispatch] = None
+        self.patched: set[int] = set()
+
+    def resolve(self, node: ast.AST) -> Optional[str]:
+        return self.imports.resolve(node)
+
+    def guard_of(self, node: ast.AST) -> Optional[Guard]:
+        return self.dispatch.guarded.get(id(node)) if self.dispatch is not None else None
+
+    def current_guard(self) -> Optional[Guard]:
+        """The guard of the code being walked through (what LibCST gives a node with no own reason)."""
+        return self.dispatch.current if self.dispatch is not None else None
+
+    def is_patched(self, node: ast.AST) -> bool:
+        return id(node) in self.patched
+
+    def note_at(self, line: int, byte_col: int, rule: str, message: str, *, severity: Severity = "warning",
+                hint: str = "") -> None:
+        self.findings.append(Finding(self.path, line, self.source.column(line, byte_col) + 1, rule, severity,
+                                     message, "finding", hint, ""))
