@@ -31,6 +31,13 @@ class EnvVarTable:
     def __init__(self, rows: list[EnvVarRow]):
         # Exact names win over prefixes, longer prefixes over shorter ones.
         self.rows = sorted(rows, key=lambda r: (r.cuda.endswith("*"), -len(r.cuda)))
+        # `lookup` runs for every variable of every script (11k calls on converted verl): exact names are
+        # indexed, only the few prefix rows are scanned. Both keep `rows`' order, exact rows first.
+        self._exact: dict[str, list[EnvVarRow]] = {}
+        for r in self.rows:
+            if not r.cuda.endswith("*"):
+                self._exact.setdefault(r.cuda, []).append(r)
+        self._prefixes = [(r.cuda[:-1], r) for r in self.rows if r.cuda.endswith("*")]
 
     @classmethod
     @cache
@@ -54,7 +61,13 @@ class EnvVarTable:
 
     def lookup(self, name: str, value: Optional[str] = None) -> Optional[EnvVarRow]:
         """The row for `name`; a value-limited row applies only when `value` is one of its values."""
-        return next((r for r in self.rows if r.matches(name) and (not r.values or value in r.values)), None)
+        for r in self._exact.get(name, ()):
+            if not r.values or value in r.values:
+                return r
+        for prefix, r in self._prefixes:
+            if name.startswith(prefix) and (not r.values or value in r.values):
+                return r
+        return None
 
     def target_name(self, name: str) -> str:
         """The name the target reads for `name` (itself unless the row renames it)."""
