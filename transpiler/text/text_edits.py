@@ -140,6 +140,13 @@ class SpanEditRule(TextRule):
     PARSE: ClassVar[ParsedTexts[Any]]
 
     def apply(self, text: str) -> str:
+        # The engine runs all of a language's rules once any one's trigger occurs; a rule whose own
+        # triggers are absent from the text it gets can do nothing there (tests/test_property_prefilter.py),
+        # so it neither parses nor checks. Not for rules that follow others' changes, nor with `--rules`
+        # tables (rules act on the names those map, which are not in their TRIGGERS).
+        if (self.TRIGGERS or self.TRIGGER_PATTERNS) and not self.FOLLOWS_CHANGES \
+                and not self.ctx.options.rules_files and not self.matches(text):
+            return text
         self.parsed, self.positions = self.PARSE(self.ctx, text)
         self.edits: list[Edit] = []
         self.check(self.parsed)
