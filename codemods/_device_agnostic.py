@@ -20,7 +20,7 @@ both against the snapshots.
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Optional, cast
 
 import libcst as cst
 
@@ -219,6 +219,43 @@ def device_text_expr(text_head: str, device: cst.BaseExpression, rest: list, sta
     return cst.FormattedString(parts=[*parts, *rest], start=start, end=end)  # type: ignore[arg-type]
 
 
+class _Strings(cst.CSTVisitor):
+    """Every string literal under a node, f-strings and the strings inside their expressions too."""
+
+    def __init__(self, held: set[int]):
+        super().__init__()
+        self.held = held
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self.held.add(id(node))
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        self.held.add(id(node))
+
+
+def _hold_strings(node: cst.CSTNode, held: set[int]) -> None:
+    """`_Strings` over `node`, walked by hand through the shapes nearly every annotation has (`int`,
+    `torch.Tensor`, `Optional[dict[str, "Tensor"]]`, `A | None`): a LibCST visit of each annotation of a
+    large file was a second of its run. Any other node is left to the visitor, so the set is the same."""
+    if isinstance(node, cst.Name):
+        return
+    if isinstance(node, cst.SimpleString):
+        held.add(id(node))
+    elif isinstance(node, cst.Annotation):
+        _hold_strings(node.annotation, held)
+    elif isinstance(node, cst.Attribute):
+        _hold_strings(node.value, held)
+    elif isinstance(node, cst.Subscript) and all(isinstance(e.slice, cst.Index) for e in node.slice):
+        _hold_strings(node.value, held)
+        for element in node.slice:
+            _hold_strings(cast(cst.Index, element.slice).value, held)
+    elif isinstance(node, cst.BinaryOperation):
+        _hold_strings(node.left, held)
+        _hold_strings(node.right, held)
+    else:
+        node.visit(_Strings(held))
+
+
 class LiteralOnly:
     """Mixin: the string literals that only a literal may replace (an annotation such as
     `Literal["cuda"]`, an implicit concatenation, a `case` pattern); their device-agnostic form is none."""
@@ -229,16 +266,7 @@ class LiteralOnly:
         return self._literal_only
 
     def _hold_literals(self, node: cst.CSTNode) -> None:
-        held = self._literal_only_set()
-
-        class Strings(cst.CSTVisitor):
-            def visit_SimpleString(self, n: cst.SimpleString) -> None:
-                held.add(id(n))
-
-            def visit_FormattedString(self, n: cst.FormattedString) -> None:
-                held.add(id(n))
-
-        node.visit(Strings())
+        _hold_strings(node, self._literal_only_set())
 
     def visit_Annotation(self, node: cst.Annotation) -> None:
         self._hold_literals(node)
