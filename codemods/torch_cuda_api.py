@@ -82,6 +82,9 @@ class TorchCudaApi(PythonRule):
         # text (but for indentation, which neither string holds), and rendering `if` bodies for a name only
         # its last part matches (`range`, `temperature` of torch.cuda.nvtx.range / .temperature) cost trl's
         # online_dpo_trainer.py 183 renderings for nothing.
+        self._rendered: dict[int, Optional[str]] = {}  # id(node) -> the staying name its code holds, or None
+        self._clean_blocks: set[int] = set()  # ids of `if` bodies that hold none
+        self._clean_depth = 0  # how many of those the walk is inside
         self._staying = [r.cuda for r in self.table.rows.values()
                          if r.status in ("unsupported", "differs")
                          and (r.cuda in ctx.text or f".{r.cuda.rsplit('.', 1)[-1]}(" in ctx.text)]
@@ -106,6 +109,21 @@ class TorchCudaApi(PythonRule):
             self.ctx.note(node.value, self.ID, f"left as is: `{names[0]}` is the CUDA probe of code that "
                                                "already handles the NPU", severity="info")
 
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._clean_depth += id(node) in self._clean_blocks
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+        self._clean_depth -= id(original) in self._clean_blocks
+        return updated
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self._clean_depth += id(node) in self._clean_blocks
+
+    def leave_SimpleStatementSuite(self, original: cst.SimpleStatementSuite,
+                                   updated: cst.SimpleStatementSuite) -> cst.SimpleStatementSuite:
+        self._clean_depth -= id(original) in self._clean_blocks
+        return updated
+
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._skip_names(node.name)
         self._functions.append(node)
@@ -115,13 +133,24 @@ class TorchCudaApi(PythonRule):
         return updated
 
     def _stays_in(self, node: cst.CSTNode) -> Optional[str]:
-        text = cst.Module(body=[]).code_for_node(node)
-        return next((n for n in self._staying if n in text or f".{n.rsplit('.', 1)[-1]}(" in text), None)
+        # Once per node: every `if` that exits its function asks about the same function body.
+        key = id(node)
+        if key not in self._rendered:
+            text = cst.Module(body=[]).code_for_node(node)
+            self._rendered[key] = next((n for n in self._staying if n in text or f".{n.rsplit('.', 1)[-1]}(" in text),
+                                       None)
+        return self._rendered[key]
 
     def visit_If(self, node: cst.If) -> None:
         if not self._staying:
             return
-        stays = self._stays_in(node.body)
+        # A piece of a text that holds no staying name holds none either (as for `_staying`): nothing is
+        # rendered inside a function body or an `if` body already found clean.
+        if any(self._rendered.get(id(f.body), "") is None for f in self._functions):
+            return
+        stays = None if self._clean_depth else self._stays_in(node.body)
+        if stays is None:
+            self._clean_blocks.add(id(node.body))
         # `if not torch.cuda.is_available(): return False` guards the rest of its function.
         if stays is None and self._functions and _exits(node.body):
             stays = self._stays_in(self._functions[-1].body)
