@@ -91,6 +91,8 @@ ODD = {
                         "if get_device_name() == 'cuda':\n    pynvml.nvmlInit()\n",
     "npu_lookup": "import pynvml\ndef f(cfg, device='cuda'):\n    d = cfg.get('device', 'cuda')\n"
                   "    if device == 'npu' or d == 'npu':\n        return torch.npu\n    pynvml.nvmlInit()\n",
+    "comments_beside": "import pynvml\ndev = 'x' if npu_ok else 'cuda'  # npu\nif (ok  # is_nvidia\n    ):\n"
+                       "    pynvml.nvmlInit()\ny = (\n    # npu\n    a if b else pynvml.c)\nz = (a if b else pynvml.d)  # npu\n",
     "rocm": "import pynvml\ndef vis():\n    os.environ.get('HIP_VISIBLE_DEVICES')\n    pynvml.nvmlInit()\nis_hip = 1\n",
 }
 

@@ -99,18 +99,43 @@ class Source:
         return False
 
     def comment_beside(self, start: int, end: int) -> bool:
-        """Whether a comment may sit among the parentheses and blanks around text[start:end]."""
+        """Whether a comment may lie between text[start:end] and a parenthesis around it (inside what
+        LibCST renders as the node): a comment line between an opening parenthesis and the text, or a
+        comment after the text that a closing parenthesis follows. A comment that ends the line of an
+        expression no parenthesis closes after is outside it."""
         text = self.text
-        i = start
-        while i and text[i - 1] in " \t\f\\\n(":
-            i -= 1
-            if text[i] == "\n" and "#" in text[self._line_start(i):i]:
-                return True
-        j = end
-        while j < len(text) and text[j] in " \t\f\\\n)#":
-            if text[j] == "#":
-                return True
-            j += 1
+        i, comment = start, False
+        while i:
+            c = text[i - 1]
+            if c in " \t\f\\\r":
+                i -= 1
+            elif c == "(":
+                if comment:
+                    return True
+                i -= 1
+            elif c == "\n":
+                line_start = self._line_start(i - 1)
+                code, hash_, _ = text[line_start:i - 1].partition("#")  # a '#' in a string counts too: declines more
+                comment = comment or bool(hash_)
+                i = line_start + len(code)
+            else:
+                break
+        j, comment = end, False
+        while j < len(text):
+            c = text[j]
+            if c in " \t\f\\\r\n":
+                j += 1
+            elif c == "#":
+                comment = True
+                j = text.find("\n", j)
+                if j == -1:
+                    break
+            elif c == ")":
+                if comment:
+                    return True
+                j += 1
+            else:
+                break
         return False
 
     def bare(self, node: ast.expr) -> bool:
