@@ -8,6 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
+from npu_port.transpiler.analysis.ast_source import dotted
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables import api_facts
@@ -36,16 +37,6 @@ def _missing(qualified: str) -> bool:
     return missing is not None and missing[1] not in _MODULE_DUNDERS
 
 
-def _ast_dotted(node: ast.AST) -> Optional[str]:
-    parts = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if not isinstance(node, ast.Name):
-        return None
-    return ".".join([node.id, *reversed(parts)])
-
-
 def _may_name_a_missing_api(nodes: tuple[ast.AST, ...]) -> bool:
     """Whether the rule could report in the file whose `ast` nodes these are: the names it judges,
     resolved through every import of the file as if all were in one scope (a local name bound by two
@@ -68,9 +59,9 @@ def _may_name_a_missing_api(nodes: tuple[ast.AST, ...]) -> bool:
                 if (node.module == "torch" or _is_npu_name(node.module)) and _missing(f"{node.module}.{alias.name}"):
                     return True
     inner = {id(node.value) for node in nodes if isinstance(node, ast.Attribute)}
-    dotted = [_ast_dotted(node) for node in nodes if isinstance(node, ast.Attribute) and id(node) not in inner]
-    dotted += [n.module for n in nodes if isinstance(n, ast.ImportFrom) and n.module and not n.level]
-    for name in filter(None, dotted):
+    names = [dotted(node) for node in nodes if isinstance(node, ast.Attribute) and id(node) not in inner]
+    names += [n.module for n in nodes if isinstance(n, ast.ImportFrom) and n.module and not n.level]
+    for name in filter(None, names):
         head, _, rest = name.partition(".")
         if any(_missing(f"{target}.{rest}" if rest else target) for target in bound.get(head, ())):
             return True

@@ -13,9 +13,9 @@ import io
 import tokenize
 from bisect import bisect_right
 from collections.abc import Iterator, Sequence
-from typing import Optional
+from typing import Any, Optional
 
-from npu_port.transpiler.analysis.imports import Binding
+from npu_port.transpiler.analysis.imports import Binding, ImportTable
 
 
 class Decline(Exception):
@@ -274,22 +274,19 @@ def bindings_of(stmt: ast.stmt) -> list[tuple[str, Binding]]:
     return out
 
 
-class AstImports:
-    """A stack of per-scope import tables, as imports.ImportTable keeps for LibCST's walk."""
+class AstImports(ImportTable):
+    """imports.ImportTable's stack of per-scope import tables, filled from `ast` statements."""
 
     def __init__(self, source: Source):
+        super().__init__()
         self._source = source
-        self._scopes: list[tuple[ast.AST, dict[str, Binding]]] = []
+        self._scopes: list[tuple[Any, dict[str, Binding]]] = []  # type: ignore[assignment]  # ast nodes
 
-    def enter(self, node: ast.AST) -> None:
+    def enter(self, node) -> None:
         if isinstance(node, ast.Module):
             self._scopes.append((node, self._scan(node.body)))
         elif isinstance(node, _SCOPES) and node.body and self._source.starts_line(node.body[0]):
             self._scopes.append((node, self._scan(node.body)))
-
-    def leave(self, node: ast.AST) -> None:
-        if self._scopes and self._scopes[-1][0] is node:
-            self._scopes.pop()
 
     def _scan(self, body: Sequence[ast.stmt]) -> dict[str, Binding]:
         table: dict[str, Binding] = {}
@@ -299,13 +296,5 @@ class AstImports:
                     table.setdefault(local, target)
         return table
 
-    def resolve(self, node: ast.AST) -> Optional[str]:
-        name = dotted(node)
-        if name is None:
-            return None
-        head, _, rest = name.partition(".")
-        for _, table in reversed(self._scopes):
-            found = table.get(head)
-            if found is not None:
-                return f"{found.target}.{rest}" if rest else found.target
-        return None
+    def resolve(self, node) -> Optional[str]:
+        return self.resolve_dotted(dotted(node))

@@ -139,7 +139,7 @@ class ImportTable:
         elif isinstance(node, _SCOPE_NODES) and isinstance(node.body, cst.IndentedBlock):
             self._scopes.append((node, scan_scope(node.body.body)))
 
-    def leave(self, node: cst.CSTNode) -> None:
+    def leave(self, node) -> None:  # a LibCST node, or an ast one (ast_source.AstImports)
         if self._scopes and self._scopes[-1][0] is node:
             self._scopes.pop()
 
@@ -167,7 +167,10 @@ class ImportTable:
 
     def resolve(self, node: cst.BaseExpression) -> Optional[str]:
         """The fully qualified name `node` refers to through imports, e.g. `tc.synchronize` -> `torch.cuda.synchronize`."""
-        dotted = dotted_name(node)
+        return self.resolve_dotted(dotted_name(node))
+
+    def resolve_dotted(self, dotted: Optional[str]) -> Optional[str]:
+        """resolve() for the dotted name of an expression (None: not a Name/Attribute chain)."""
         if dotted is None:
             return None
         head, _, rest = dotted.partition(".")
