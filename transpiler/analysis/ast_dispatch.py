@@ -15,7 +15,15 @@ from collections.abc import Callable
 from typing import Optional
 
 from npu_port.transpiler.analysis import dispatch as d
-from npu_port.transpiler.analysis.ast_source import Decline, Source, dotted, is_elif, raw_value, single_string_token
+from npu_port.transpiler.analysis.ast_source import (
+    COMPOUND,
+    Decline,
+    Source,
+    dotted,
+    is_elif,
+    raw_value,
+    single_string_token,
+)
 from npu_port.transpiler.analysis.dispatch import FileDispatch, Guard
 
 _NPU_GUARD_TYPES = (ast.If, ast.IfExp, ast.List, ast.Tuple, ast.Set)
@@ -95,7 +103,7 @@ class AstDispatch:
     def _nvidia_guard(self, node: ast.AST) -> Optional[Guard]:
         source, test = self.source, d._NVIDIA_TEST
         if isinstance(node, ast.If):
-            return d.NVIDIA_ONLY if any(p.search(t) for p, t in self._chain_texts(node, test)) else None
+            return d.NVIDIA_ONLY if any(test.search(t) for t in self._chain_texts(node)) else None
         if isinstance(node, ast.IfExp):
             return d.NVIDIA_ONLY if source.search_code(test, node.test) else None
         if not isinstance(node.op, ast.And):  # type: ignore[attr-defined]
@@ -109,7 +117,7 @@ class AstDispatch:
 
     def _npu_guard(self, node: ast.AST) -> Optional[Guard]:
         if isinstance(node, ast.If):
-            return d.NPU_BRANCH if any(p.search(t) for p, t in self._chain_texts(node, d.NPU_WORD)) else None
+            return d.NPU_BRANCH if any(d.NPU_WORD.search(t) for t in self._chain_texts(node)) else None
         if isinstance(node, ast.IfExp):
             return d.NPU_BRANCH if self.source.search_code(d.NPU_WORD, node) else None
         if isinstance(node, ast.Tuple) and self._bare_subscript_tuple(node):
@@ -130,11 +138,11 @@ class AstDispatch:
         if isinstance(node.slice, ast.Tuple):
             self._slice_tuples.add(id(node.slice))
 
-    def _chain_texts(self, node: ast.If, pattern):
-        """(pattern, the text LibCST's `code(test)` searches) for each test of an if/elif chain."""
+    def _chain_texts(self, node: ast.If):
+        """The text LibCST's `code(test)` searches, for each test of an if/elif chain."""
         current: Optional[ast.stmt] = node
         while isinstance(current, ast.If):
-            yield pattern, self._test_text(current)
+            yield self._test_text(current)
             orelse = current.orelse
             current = orelse[0] if len(orelse) == 1 and is_elif(self.source, orelse[0]) else None
 
@@ -293,7 +301,7 @@ class AstDispatch:
             return []
         out: list[tuple[object, Guard]] = [(id(i), d.NPU_BRANCH) for i in npu_ifs]
         out += [(id(i), d.NPU_BRANCH) for i, guard in ifs
-                if guard is None and any(p.search(t) for p, t in self._chain_texts(i, d._CUDA_TEST))]
+                if guard is None and any(d._CUDA_TEST.search(t) for t in self._chain_texts(i))]
         npu_names = set()
         for i in npu_ifs:
             npu_names |= self._names(r"\btorch\.npu\.(\w+)", i, i)
@@ -344,6 +352,4 @@ class AstDispatch:
             yield group
 
 
-_COMPOUND = tuple(getattr(ast, name) for name in ("If", "For", "AsyncFor", "While", "With", "AsyncWith", "Try",
-                                                  "TryStar", "Match", "FunctionDef", "AsyncFunctionDef",
-                                                  "ClassDef") if hasattr(ast, name))
+_COMPOUND = (*COMPOUND, *_FUNCTIONS, ast.ClassDef)  # what is no SimpleStatementLine in LibCST

@@ -243,14 +243,14 @@ def scope_statements(source: Source, body: Sequence[ast.stmt]) -> Iterator[ast.s
     for stmt in body:
         if isinstance(stmt, _SCOPES):
             continue
-        if isinstance(stmt, _COMPOUND):
+        if isinstance(stmt, COMPOUND):
             for block in blocks_of(source, stmt):
                 yield from scope_statements(source, block)
         else:
             yield stmt
 
 
-_COMPOUND = tuple(getattr(ast, name) for name in ("If", "For", "AsyncFor", "While", "With", "AsyncWith", "Try",
+COMPOUND = tuple(getattr(ast, name) for name in ("If", "For", "AsyncFor", "While", "With", "AsyncWith", "Try",
                                                   "TryStar", "Match") if hasattr(ast, name))
 
 

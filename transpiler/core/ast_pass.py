@@ -25,19 +25,18 @@ from collections.abc import Sequence
 from typing import Any, Optional
 
 from npu_port.transpiler.analysis.ast_dispatch import AstDispatch
-from npu_port.transpiler.analysis.ast_source import Decline, Source, dotted
+from npu_port.transpiler.analysis.ast_source import Decline, Source, dotted, is_elif
 from npu_port.transpiler.analysis.dispatch import FileDispatch
+from npu_port.transpiler.analysis.patchers import PATCHER_ENDS, is_patcher, names_torch_cuda
 from npu_port.transpiler.core.files import parsed_tree
 from npu_port.transpiler.core.report import Finding
 from npu_port.transpiler.core.rules import AstContext, RunOptions
 
-_PATCHERS = frozenset({"setattr", "delattr", "monkeypatch.setattr", "monkeypatch.delattr", "patch",
-                       "mock.patch", "unittest.mock.patch", "patch.object", "mock.patch.object"})
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 # Fields that never hold a node of code (contexts, operators, names as strings): not walked.
 _NO_NODE_FIELDS = frozenset({"ctx", "op", "ops", "id", "attr", "arg", "type_comment", "kind", "conversion",
-                             "level", "module", "is_async", "lineno"})
+                             "level", "module", "is_async"})
 _PATCH_TYPES = frozenset({ast.Assign, ast.AugAssign, ast.AnnAssign, ast.Delete, ast.Call})
 # Types whose children _children visits by hand: LibCST's order differs from their fields' (or blocks).
 _BY_HAND = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.IfExp, ast.Call, ast.Dict,
@@ -185,7 +184,7 @@ class _Walk:
             self.node(node.test)
             self._block(node, "body", node.body)
             orelse = node.orelse
-            if len(orelse) == 1 and self.ctx.source.text.startswith("elif", self.ctx.source.start(orelse[0])):
+            if len(orelse) == 1 and is_elif(self.ctx.source, orelse[0]):
                 self.node(orelse[0])
             elif orelse:
                 self._block(node, "orelse", orelse)
@@ -225,10 +224,7 @@ class _Walk:
         if isinstance(node, ast.Call):
             func = node.func
             end = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else None
-            if not (node.args or node.keywords) or end not in ("setattr", "delattr", "patch", "object"):
-                return
-            name = dotted(func) or ""
-            if not (name in _PATCHERS or name.endswith((".patch", ".patch.object"))):
+            if not (node.args or node.keywords) or end not in PATCHER_ENDS or not is_patcher(dotted(func) or ""):
                 return
             arguments: list[Any] = [*node.args, *node.keywords]
             first = min(arguments, key=lambda n: (n.lineno, n.col_offset))
@@ -249,10 +245,8 @@ class _Walk:
         if isinstance(node, ast.Constant) and isinstance(node.value, str):
             if self.ctx.source.string_token(node) is None:
                 return False  # glued literals: not LibCST's SimpleString, and no dotted name
-            value = node.value
-            return value == "torch.cuda" or value.startswith("torch.cuda.")
-        name = dotted(node) or ""
-        return name == "torch.cuda" or name.startswith("torch.cuda.")
+            return names_torch_cuda(node.value)
+        return names_torch_cuda(dotted(node) or "")
 
 
 def _flatten(targets):

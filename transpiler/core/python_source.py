@@ -12,6 +12,7 @@ import libcst as cst
 
 from npu_port.transpiler.analysis.dispatch import GUARD_TYPES, MARKING_TYPES, Guard, dispatch_guard, guards_below
 from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.analysis.patchers import PATCHER_ENDS, is_patcher, names_torch_cuda
 from npu_port.transpiler.core import ast_pass, trusted_parse
 from npu_port.transpiler.core.cst_walk import transform
 from npu_port.transpiler.core.files import NUL_BYTES, decode_problem
@@ -23,13 +24,6 @@ class SourceError(Exception):
     """A file that cannot be converted; the message names the reason and, where known, the line."""
 
 
-_PATCHERS = frozenset({"setattr", "delattr", "monkeypatch.setattr", "monkeypatch.delattr", "patch",
-                       "mock.patch", "unittest.mock.patch", "patch.object", "mock.patch.object"})
-# The last part of every patcher's name, `.patch` and `.patch.object` included: a call whose callee ends
-# otherwise (nearly all of them) is told apart without building its dotted name.
-_PATCHER_ENDS = frozenset({"setattr", "delattr", "patch", "object"})
-
-
 def _patch_targets(node: cst.CSTNode) -> list[cst.CSTNode]:
     """The parts of torch.cuda a statement or call assigns to, deletes or patches (a shim such as
     `torch.cuda.Event = torch.npu.Event`): left exactly as written, since renaming them would
@@ -38,10 +32,10 @@ def _patch_targets(node: cst.CSTNode) -> list[cst.CSTNode]:
     if kind is cst.Call:
         func = node.func  # type: ignore[attr-defined]
         end = func.value if type(func) is cst.Name else func.attr.value if type(func) is cst.Attribute else None
-        if not node.args or end not in _PATCHER_ENDS:  # type: ignore[attr-defined]
+        if not node.args or end not in PATCHER_ENDS:  # type: ignore[attr-defined]
             return []
         name = dotted_name(func) or ""
-        if not (name in _PATCHERS or name.endswith((".patch", ".patch.object"))):
+        if not is_patcher(name):
             return []
         targets = [node.args[0].value]  # type: ignore[attr-defined]
     elif kind is cst.Assign:
@@ -64,9 +58,8 @@ def _flatten_targets(targets):
 def _names_torch_cuda(node: cst.CSTNode) -> bool:
     if isinstance(node, cst.SimpleString):
         value = node.evaluated_value
-        return isinstance(value, str) and (value == "torch.cuda" or value.startswith("torch.cuda."))
-    name = dotted_name(node) or ""
-    return name == "torch.cuda" or name.startswith("torch.cuda.")
+        return isinstance(value, str) and names_torch_cuda(value)
+    return names_torch_cuda(dotted_name(node) or "")
 
 
 def _subtree(node: cst.CSTNode):
