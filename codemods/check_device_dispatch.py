@@ -9,6 +9,7 @@ import libcst as cst
 
 from npu_port.transpiler.analysis.dispatch import chain_tests, code
 from npu_port.transpiler.analysis.literals import string_value
+from npu_port.transpiler.analysis.source_facts import LiteralContext
 from npu_port.transpiler.core.rules import PythonRule
 
 _CAPABILITY = "torch.npu.get_device_capability"
@@ -24,6 +25,72 @@ def _ast_npu_value(node: ast.AST) -> Optional[str]:
     if isinstance(node, ast.Constant) and isinstance(node.value, str) and node.value.split(":")[0] in _NPU_VALUES:
         return node.value
     return None
+
+
+# The beginnings of a literal that implicit concatenation may complete into an NPU value (`"np" "u"`).
+_NPU_HEADS = frozenset(v[:i] for v in _NPU_VALUES for i in range(1, len(v)))
+_HCCL_HEADS = frozenset("hccl"[:i] for i in range(1, len("hccl")))
+
+
+def _may_hold_two_npu_values(strings: tuple[str, ...]) -> bool:
+    """Whether the file's literals (`SourceFacts.strings`, unsure facts aside) may hold two NPU values
+    or one "hccl" in any case, which every shape `_may_report` answers needs (two arms, two tests, two
+    entries; the value Ray is given). A literal the parser glues from pieces starts with its first
+    non-empty piece, which is a value or a value's beginning: the latter alone makes the answer yes."""
+    count = 0
+    for s in strings:
+        lower = s.lower()
+        if lower == "hccl" or lower in _HCCL_HEADS or s in _NPU_HEADS:
+            return True
+        if s.split(":")[0] in _NPU_VALUES:
+            count += 1
+            if count == 2:
+                return True
+    return False
+
+
+def _may_report_lexically(literals: tuple[LiteralContext, ...], imports_ray: bool) -> bool:
+    """`_may_report`'s shapes read from the tokens beside each literal (a looser test, no `ast`): an NPU
+    value twice after `==`; once before a comma and again after one (two entries of a collection: the
+    later one follows a comma, the earlier one a comma follows); before `if`, then after `else`;
+    "hccl" in any case in a file that imports Ray. Literals the parser glues into one (`"np" "u"`) make
+    the answer yes where their first piece may begin such a value, and are no value otherwise."""
+    compared: set[str] = set()
+    listed: set[str] = set()
+    if_arms: set[str] = set()
+    for k, literal in enumerate(literals):
+        if literal.glued or (k + 1 < len(literals) and literals[k + 1].glued):
+            if not literal.glued and _may_begin_a_value(literals, k):
+                return True
+            continue
+        for text in literal.texts:
+            if imports_ray and text.lower() == "hccl":
+                return True
+            if text.split(":")[0] not in _NPU_VALUES:
+                continue
+            if literal.before == "==":
+                if text in compared:
+                    return True
+                compared.add(text)
+            if literal.before == "," and text in listed or literal.before == "else" and text in if_arms:
+                return True
+            if literal.after == ",":
+                listed.add(text)
+            if literal.after == "if":
+                if_arms.add(text)
+    return False
+
+
+def _may_begin_a_value(literals: tuple[LiteralContext, ...], first: int) -> bool:
+    """Whether the glued literal whose first piece is `literals[first]` may be an NPU value or "hccl":
+    its first non-empty piece is one, or begins one."""
+    for literal in literals[first:]:
+        if literal is not literals[first] and not literal.glued:
+            return False  # all pieces empty
+        if literal.texts[0]:
+            return any(t.split(":")[0] in _NPU_VALUES or t in _NPU_HEADS or t.lower() in _HCCL_HEADS
+                       or t.lower() == "hccl" for t in literal.texts)
+    return False
 
 
 def _may_report(nodes: tuple[ast.AST, ...]) -> bool:
@@ -94,6 +161,11 @@ class BrokenDeviceDispatch(PythonRule):
         if facts.has_all_words("torch", "npu", "get_device_capability"):
             return True
         if not facts.any_string(lambda s: s.split(":")[0] in _NPU_VALUES or s.lower() == "hccl"):
+            return False
+        if not facts.unsure and not _may_hold_two_npu_values(facts.strings):
+            return False
+        literals = facts.literals
+        if literals is not None and not _may_report_lexically(literals, facts.imports_root("ray")):
             return False
         # Then the shapes it reports, looked for on Python's ast, more loosely than the rule does (any two
         # equal NPU tests in the file, any call given "hccl" in a file that imports Ray): a converted file

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import difflib
+from collections.abc import Callable, Iterable
 from typing import Optional
 
 import libcst as cst
@@ -37,12 +38,16 @@ def _missing(qualified: str) -> bool:
     return missing is not None and missing[1] not in _MODULE_DUNDERS
 
 
-def _may_name_a_missing_api(nodes: tuple[ast.AST, ...]) -> bool:
-    """Whether the rule could report in the file whose `ast` nodes these are: the names it judges,
-    resolved through every import of the file as if all were in one scope (a local name bound by two
-    imports is judged both ways), so the answer is yes wherever the rule's scoped resolution reports."""
+def _may_name_a_missing_api(imports: Iterable[ast.stmt],
+                            chains: Callable[[frozenset[str]], Optional[Iterable[str]]]) -> bool:
+    """Whether the rule could report in a file with these import statements and whose outermost name
+    chains (`a.b.c`) starting with given names `chains` lists: the names it judges, resolved through
+    every import of the file as if all were in one scope (a local name bound by two imports is judged
+    both ways), so the answer is yes wherever the rule's scoped resolution reports. `chains` giving None
+    (it cannot tell) makes the answer yes."""
     bound: dict[str, set[str]] = {}
-    for node in nodes:
+    modules = []
+    for node in imports:
         if isinstance(node, ast.Import):
             for alias in node.names:
                 if _missing(alias.name):
@@ -50,6 +55,7 @@ def _may_name_a_missing_api(nodes: tuple[ast.AST, ...]) -> bool:
                 local, target = (alias.asname, alias.name) if alias.asname else ((top := alias.name.split(".")[0]), top)
                 bound.setdefault(local, set()).add(target)
         elif isinstance(node, ast.ImportFrom) and not node.level and node.module is not None:
+            modules.append(node.module)
             if any(alias.name == "*" for alias in node.names):
                 continue
             if _missing(node.module):
@@ -58,14 +64,25 @@ def _may_name_a_missing_api(nodes: tuple[ast.AST, ...]) -> bool:
                 bound.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
                 if (node.module == "torch" or _is_npu_name(node.module)) and _missing(f"{node.module}.{alias.name}"):
                     return True
-    inner = {id(node.value) for node in nodes if isinstance(node, ast.Attribute)}
-    names = [dotted(node) for node in nodes if isinstance(node, ast.Attribute) and id(node) not in inner]
-    names += [n.module for n in nodes if isinstance(n, ast.ImportFrom) and n.module and not n.level]
-    for name in filter(None, names):
+    # Only a name bound to torch or to an NPU module leads to an NPU name.
+    heads = frozenset(h for h, targets in bound.items() if any(t == "torch" or _is_npu_name(t) for t in targets))
+    names = chains(heads) if heads else ()
+    if names is None:
+        return True
+    for name in (*names, *modules):
         head, _, rest = name.partition(".")
-        if any(_missing(f"{target}.{rest}" if rest else target) for target in bound.get(head, ())):
+        targets = bound.get(head)
+        if targets and any(_missing(f"{target}.{rest}" if rest else target) for target in targets):
             return True
     return False
+
+
+def _outermost_chains(nodes: tuple[ast.AST, ...], heads: frozenset[str]) -> list[str]:
+    """The names of the `ast`'s outermost Name/Attribute chains (`a.b.c`, not also `a.b`) that start
+    with one of `heads`."""
+    inner = {id(node.value) for node in nodes if isinstance(node, ast.Attribute)}
+    return [name for node in nodes if isinstance(node, ast.Attribute) and id(node) not in inner
+            for name in [dotted(node)] if name and name.partition(".")[0] in heads]
 
 
 class UnknownNpuApi(PythonRule):
@@ -108,10 +125,15 @@ class UnknownNpuApi(PythonRule):
         # `torch_npu`, or both `torch` and `npu` (a `npu` in a comment or a log message is not enough).
         if not (facts.has_word("torch_npu") or facts.has_all_words("torch", "npu")):
             return False
-        # Then the judgement itself on Python's ast: on a tree that names the NPU throughout (a port), most
-        # files name nothing torch_npu lacks, and LibCST's parse would be for nothing.
+        # Then the judgement itself: on a tree that names the NPU throughout (a port), most files name
+        # nothing torch_npu lacks, and LibCST's parse would be for nothing. First on the code's import
+        # statements and name chains as the lexer finds them (a superset of the ast's), which settles
+        # nearly every file without an ast; a yes there is asked again of the ast.
+        imports = facts.code_imports
+        if imports is not None and not _may_name_a_missing_api(imports, facts.dotted_chains):
+            return False
         nodes = facts.nodes
-        return nodes is None or _may_name_a_missing_api(nodes)
+        return nodes is None or _may_name_a_missing_api(nodes, lambda heads: _outermost_chains(nodes, heads))
 
     def __init__(self, ctx):
         super().__init__(ctx)

@@ -128,6 +128,32 @@ CASES = [
     ("verl-device", "t.py", 'cfg["trainer"]["device"] = "cuda"\n', False),
     ("verl-device", "t.py", 'trainer = RayPPOTrainer(config=c, device_name="cuda")\n', False),
     ("verl-device", "t.py", 'from omegaconf import OmegaConf\nOmegaConf.update(cfg, "trainer.device", "cuda")\n', False),
+    # unknown-npu-api, on the import statements and name chains the lexer finds: a port names torch.npu and
+    # torch_npu all over, and only a name torch_npu lacks needs a parse.
+    ("unknown-npu-api", "t.py", "import torch\nimport torch_npu\ntorch.npu.synchronize()\nx = torch_npu.npu_rms_norm\n",
+     True),
+    ("unknown-npu-api", "t.py", 'import torch\nprint("torch.npu.synchronise()")  # torch.npu.synchronise()\n', True),
+    ("unknown-npu-api", "t.py", "import torch\nfrom torch import npu\nnpu.synchronize()\nx = y.npu.synchronise\n", True),
+    ("unknown-npu-api", "t.py", "import torch\ntorch.npu.synchronise()\n", False),
+    ("unknown-npu-api", "t.py", "import torch\nx = (torch).npu.synchronise()\n", False),
+    ("unknown-npu-api", "t.py", "import torch\nx = ((torch  # c\n  ).npu\n  .synchronise)()\n", False),
+    ("unknown-npu-api", "t.py", "import torch\nx = torch.npu. \\\n    synchronise()\n", False),
+    ("unknown-npu-api", "t.py", "def f():\n    from torch import npu as n\n    return n.synchronise()\n", False),
+    ("unknown-npu-api", "t.py", "import torch_npu.contrib.nope\n", False),
+    ("unknown-npu-api", "t.py", "from torch_npu import (\n    npu_rms_norm,  # real\n    npu_nope,\n)\n", False),
+    ("unknown-npu-api", "t.py", 'import torch\nprint(f"{torch.npu.synchronise()}")\n', False),
+    # broken-device-dispatch, on the tokens beside each NPU literal: a port passes "npu" to many calls.
+    ("broken-device-dispatch", "t.py",
+     'import torch\nx = torch.zeros(1, device="npu")\ny = torch.ones(1, device="npu")\nf(a, "npu", b)\n', True),
+    ("broken-device-dispatch", "t.py", 'msg = ("device " "npu")\nother = "npu"\nkind = ("n" "pu")\n', True),
+    ("broken-device-dispatch", "t.py", 'import torch\nd = "npu" if torch.npu.is_available() else ("npu")\n', False),
+    ("broken-device-dispatch", "t.py", 'def f(name):\n    if name == "npu":\n        return 1\n    if name == ( # c\n'
+     '        "npu"):\n        return 2\n', False),
+    ("broken-device-dispatch", "t.py", 'DEVICES = "npu", "npu"\n', False),
+    ("broken-device-dispatch", "t.py", 'DEVICES = [("npu"), "cpu", "npu:0".split(":")[0], "npu"]\n', False),
+    ("broken-device-dispatch", "t.py", 'DEVICES = ["n" "pu", "npu"]\n', False),
+    ("broken-device-dispatch", "t.py", 'DEVICES = ["np\\x75", "npu"]\n', False),
+    ("broken-device-dispatch", "t.py", 'import ray\nray.util.collective.init_collective_group(1, 0, "HCCL")\n', False),
 ]
 
 
@@ -136,6 +162,7 @@ CASES = [
 ACCEPTED_FOR_NOTHING = {
     'import os\nNAME = "CUDA_VISIBLE_DEVICES"\n"""a string statement"""\nos.environ[NAME] = "0"\n',
     "from vllm.platforms import current_platform\nok = current_platform.is_cuda()\n",
+    'DEVICES = ["n" "pu", "npu"]\n',  # broken-device-dispatch takes no glued literal for a value; its scout may
 }
 
 

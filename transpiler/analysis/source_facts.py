@@ -19,6 +19,8 @@ leave files alone by where they lie.
 from __future__ import annotations
 
 import ast
+import functools
+import keyword
 import re
 import warnings
 from collections.abc import Callable, Iterable
@@ -46,6 +48,16 @@ _WORD_CHARS = frozenset(b"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01
 _DIGITS = frozenset(b"0123456789")
 # Every byte that cannot be part of a word becomes a space: splitting then yields the words (and numbers).
 _WORD_BYTES_ONLY = bytes(c if c in _WORD_CHARS else 0x20 for c in range(256))
+
+
+@dataclass(frozen=True)
+class LiteralContext:
+    """A string literal of the code with the code tokens around it (`SourceFacts.literals`)."""
+
+    texts: tuple[str, ...]  # as `SourceFacts.strings` lists them: as written, evaluated, an f-string's head
+    before: str  # the code token before it, opening parentheses skipped: "==", ",", "else", ... ("" at the start)
+    after: str  # the code token after it, closing parentheses skipped: "if", ",", ")", ... ("" at the end)
+    glued: bool  # only blanks, comments and parentheses part it from the literal before (`"np" "u"`)
 
 
 @dataclass(frozen=True)
@@ -134,6 +146,85 @@ class SourceFacts:
                     out.append(value.decode("latin-1"))
         return tuple(out)
 
+    @cached_property
+    def code_imports(self) -> Optional[tuple[ast.stmt, ...]]:
+        """The file's import statements, each parsed from its own text as the lexer finds it in the code
+        (`_IMPORT`, which `imported_roots` rests on too): a superset of the `ast`'s Import and ImportFrom
+        nodes, at a fraction of a parse of the whole file. None where the lexer cannot vouch for that:
+        facts unsure, non-ASCII code (identifiers the byte patterns do not read), or a found statement
+        that does not parse alone."""
+        code = self._ascii_code
+        if code is None:
+            return None
+        statements = [m.group(0).strip() for m in _IMPORT.finditer(code)]
+        if not statements:
+            return ()
+        try:
+            return tuple(ast.parse(b"\n".join(statements)).body)
+        except (SyntaxError, ValueError):
+            return None
+
+    def dotted_chains(self, heads: frozenset[str]) -> Optional[tuple[str, ...]]:
+        """The name chains `a.b.c` of the code whose first name is one of `heads`, whitespace left out,
+        each taken whole (`x.a.b` once, not its parts; none that follows a dot, as `f(x).a` does): every
+        outermost Name/Attribute chain of the `ast` from one of `heads` is among them, a parenthesised
+        head too (`(a).b` is `a.b`). None where `code_imports` is."""
+        code = self._unwrapped_code
+        if code is None:
+            return None
+        return tuple(_SPACE.sub(b"", m.group(0)).decode("ascii") for m in _chain_pattern(heads).finditer(code))
+
+    @cached_property
+    def _unwrapped_code(self) -> Optional[bytes]:
+        """`_ascii_code` with each chain in grouping parentheses that an attribute follows unwrapped."""
+        code = self._ascii_code
+        while code is not None and b"(" in code:  # `((a)).b`: the inner parentheses first
+            unwrapped = _PARENTHESISED_CHAIN.sub(_unwrap_grouping, code)
+            if unwrapped == code:
+                break
+            code = unwrapped
+        return code
+
+    @cached_property
+    def _ascii_code(self) -> Optional[bytes]:
+        """The code (`code`) with line continuations joined, where the lexer vouches for it."""
+        if self.unsure or not self.code.isascii():
+            return None
+        code = self.code.encode("ascii")
+        return _CONTINUATION.sub(b" ", code) if b"\\" in code else code
+
+    @cached_property
+    def literals(self) -> Optional[tuple[LiteralContext, ...]]:
+        """Every string literal with the code tokens beside it, for a scout that asks where an NPU value
+        stands (after `==`, before `if`, between commas) without an `ast`. A second pass of the lexer
+        (`scan` keeps no positions): asked of few files. None where the facts are unsure."""
+        if self.unsure:
+            return None
+        data = self.source.encode("latin-1")
+        texts: list[list[str]] = []
+        gaps: list[bytes] = []  # the code before each literal (its prefix left out), then after the last
+        pieces: list[bytes] = []
+        pos = 0
+        for m in _LEXEME.finditer(data):
+            pieces.append(data[pos:m.start()])
+            pos = m.end()
+            if m.lastgroup is None:  # a comment: no code
+                continue
+            found, prefix, _ = _literal(data, m)
+            gap = b"".join(pieces)
+            gaps.append(gap[:len(gap) - len(prefix)])
+            texts.append(found)
+            pieces = []
+        pieces.append(data[pos:])
+        gaps.append(b"".join(pieces))
+        out = []
+        for i, found in enumerate(texts):
+            before = gaps[i].rstrip(_BLANKS + b"(")
+            after = gaps[i + 1].lstrip(_BLANKS + b")")
+            out.append(LiteralContext(tuple(found), _last_token(before), _first_token(after),
+                                      i > 0 and not before.strip(_BLANKS + b"()")))
+        return tuple(out)
+
     def any_code_string(self, predicate: Callable[[str], object]) -> bool:
         """`any_string`, over the literals that are not a statement of their own (`code_strings`).
         The `ast` is asked only where a literal in triple quotes alone satisfies `predicate`: one in
@@ -184,6 +275,34 @@ def _evaluated(body: bytes) -> Optional[str]:
         return None
 
 
+def _literal(data: bytes, m: re.Match) -> tuple[list[str], bytes, bool]:
+    """(its texts as `SourceFacts.strings` lists them, its prefix in lower case, whether the lexer is
+    unsure of it) for the string literal `_LEXEME` matched at `m`."""
+    body = m.group(m.lastgroup)  # type: ignore[arg-type]
+    text = body.decode("latin-1")
+    texts = [text]
+    start = m.start()
+    prefix = data[max(start - 2, 0):start].lower()
+    if not (prefix and prefix[-1] in _PREFIX_LETTERS):
+        prefix = b""
+    elif prefix[0] not in _PREFIX_LETTERS:
+        prefix = prefix[1:]
+    if b"f" in prefix:
+        head = text.split("{", 1)[0]
+        if head != text:
+            texts.append(head)
+        # Python 3.12 lets an f-string's `{...}` hold its own quote (`f"{d["k"]}"`), which splits it
+        # here: what looks like code may be a nested literal.
+        return texts, prefix, body.count(b"{") != body.count(b"}")
+    if b"\\" in body and b"r" not in prefix:
+        value = _evaluated(body)
+        if value is None:
+            return texts, prefix, True
+        if value != text:
+            texts.append(value)
+    return texts, prefix, False
+
+
 def scan(data: bytes, path: str = "") -> SourceFacts:
     code: list[bytes] = []  # what lies outside comments and literals
     fstring_code: list[bytes] = []
@@ -196,33 +315,13 @@ def scan(data: bytes, path: str = "") -> SourceFacts:
         group = m.lastgroup
         if group is None:  # a comment
             continue
-        body = m.group(group)
-        text = body.decode("latin-1")
-        first = len(strings)
-        strings.append(text)
-        start = m.start()
-        prefix = data[max(start - 2, 0):start].lower()
-        if not (prefix and prefix[-1] in _PREFIX_LETTERS):
-            prefix = b""
-        elif prefix[0] not in _PREFIX_LETTERS:
-            prefix = prefix[1:]
+        texts, prefix, odd = _literal(data, m)
+        strings += texts
+        unsure = unsure or odd
         if b"f" in prefix:
-            fstring_code.append(body)
-            if body.count(b"{") != body.count(b"}"):
-                # Python 3.12 lets an f-string's `{...}` hold its own quote (`f"{d["k"]}"`), which splits
-                # it here: what looks like code may be a nested literal.
-                unsure = True
-            head = text.split("{", 1)[0]
-            if head != text:
-                strings.append(head)
-        elif b"\\" in body and b"r" not in prefix:
-            value = _evaluated(body)
-            if value is None:
-                unsure = True
-            elif value != text:
-                strings.append(value)
+            fstring_code.append(m.group(group))
         if group[0] == "s":
-            short.extend(strings[first:])
+            short += texts
         code.append(b" ")
     code.append(data[pos:])
     joined = b"".join(code)
@@ -237,6 +336,23 @@ def scan(data: bytes, path: str = "") -> SourceFacts:
     words = frozenset(w.decode("ascii") for w in words)
     return SourceFacts(data.decode("latin-1"), words, tuple(strings), unsure, roots, path, joined.decode("latin-1"),
                        tuple(short))
+
+
+_BLANKS = b" \t\r\n\x0c\\"  # what may part two tokens of one statement (a backslash: a line continuation)
+_LAST_WORD = re.compile(rb"[A-Za-z0-9_]+\Z")
+_FIRST_WORD = re.compile(rb"[A-Za-z0-9_]+")
+
+
+def _last_token(code: bytes) -> str:
+    if code.endswith(b"=="):
+        return "=="
+    word = _LAST_WORD.search(code[-64:])  # a longer word is no keyword either
+    return (word.group(0) if word else code[-1:]).decode("latin-1")
+
+
+def _first_token(code: bytes) -> str:
+    word = _FIRST_WORD.match(code)
+    return (word.group(0) if word else code[:1]).decode("latin-1")
 
 
 def _imported_roots(code: bytes) -> frozenset[str]:
@@ -266,3 +382,39 @@ _IMPORT = re.compile(rb"""
   | import(?<![A-Za-z0-9_]import)\s+(?P<names>[^;\r\n]*)
     """, re.X)
 _LEADING_NAME = re.compile(rb"(?:^|,)[\s(]*([A-Za-z_][A-Za-z0-9_]*)")
+
+
+@functools.lru_cache(maxsize=64)
+def _chain_pattern(heads: frozenset[str]) -> re.Pattern[bytes]:
+    """A chain of names and dots from one of `heads`, that no word character or dot comes before; inside
+    brackets its parts may stand on separate lines."""
+    first = b"|".join(re.escape(h.encode("ascii")) for h in sorted(heads))
+    return re.compile(rb"(?<![A-Za-z0-9_.])(?:" + first + rb")(?![A-Za-z0-9_])(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)+")
+
+
+# A chain in parentheses that an attribute follows: `(torch_npu).x` is the chain `torch_npu.x` where the
+# parentheses group (the `ast` has no node for them), not where they call (`str(a.b).x`: `a.b` stays a
+# chain of its own). Only a bare chain inside: `(x or a.b).c` keeps `a.b`.
+_PARENTHESISED_CHAIN = re.compile(
+    rb"\(\s*([A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*)\s*\)(?=[\s)]*\.)")
+_KEYWORDS = frozenset(k.encode("ascii") for k in keyword.kwlist)
+
+
+def _unwrap_grouping(m: re.Match[bytes]) -> bytes:
+    """The chain after a space (lest it run into a word before it) where the parentheses group; the
+    match as it is where they call: after a name that is no keyword, a `)` or a `]`."""
+    code, i = m.string, m.start()
+    while i and code[i - 1] in b" \t\r\n\x0c":
+        i -= 1
+    if i and code[i - 1] in _WORD_CHARS:
+        j = i
+        while j and code[j - 1] in _WORD_CHARS:
+            j -= 1
+        if code[j:i] not in _KEYWORDS:
+            return m.group(0)
+    elif i and code[i - 1] in b")]":
+        return m.group(0)
+    return b" " + m.group(1)
+
+
+_SPACE = re.compile(rb"\s+")
