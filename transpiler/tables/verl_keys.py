@@ -29,6 +29,7 @@ _PASS_THROUGH = ("ray_init", "runtime_env", "env_vars", "override_config", "kwar
 # Snapshots written before entry points were recorded: the one entry point every release has.
 _DEFAULT_ENTRIES = {"verl.trainer.main_ppo": "ppo_trainer"}
 _MAX_BYTES = 4 << 20  # a checkout's config or source file larger than this is not read
+_MAX_ANSWERS = 50_000
 
 
 def _is_pass_through(key: str) -> bool:
@@ -61,6 +62,9 @@ class Release:
     targets: dict[str, dict[str, str]] = field(default_factory=dict)  # config -> section -> its `_target_` class
     fields: dict[str, frozenset[str]] = field(default_factory=dict)  # `_target_` class -> its dataclass fields
     _children: dict[str, dict[str, frozenset[str]]] = field(default_factory=dict, compare=False, repr=False)
+    # unknown_in_any's answers: a tree's scripts and configs ask about the same keys over and over (converted
+    # verl: 6,539 questions), each a walk of several configs, in this release and the others.
+    _answers: dict[tuple, Optional[UnknownKey]] = field(default_factory=dict, compare=False, repr=False)
 
     def entry_config(self, module: str) -> Optional[str]:
         return self.entries.get(module)
@@ -92,18 +96,31 @@ class Release:
     def unknown_in_any(self, dotted: str, configs: list[str], *, invented_ok: bool = True) -> Optional[UnknownKey]:
         """As unknown_key, known when any of `configs` has it; the finding names the first config and the
         other snapshotted releases that have the key."""
+        question = (dotted, tuple(configs), invented_ok)
+        if question in self._answers:
+            return self._answers[question]
         first = self._missing(dotted, configs, invented_ok)
-        if first is None:
-            return None
-        elsewhere = tuple(r.version for r in releases() if r.version != self.version
-                          and r._missing(dotted, configs, invented_ok) is None)
-        return UnknownKey(first.key, first.suggestions, first.config, elsewhere)
+        answer = None
+        if first is not None:
+            config, prefix, parent, siblings = first
+            close = difflib.get_close_matches(prefix.rsplit(".", 1)[-1], sorted(siblings), n=3, cutoff=0.6)
+            elsewhere = tuple(r.version for r in releases() if r.version != self.version
+                              and r._missing(dotted, configs, invented_ok) is None)
+            answer = UnknownKey(prefix, tuple(f"{parent}.{c}" if parent else c for c in close), config, elsewhere)
+        if len(self._answers) >= _MAX_ANSWERS:
+            self._answers.clear()  # a bound for a worker that lives long; real trees ask a few thousand
+        self._answers[question] = answer
+        return answer
 
-    def _missing(self, dotted: str, configs: list[str], invented_ok: bool) -> Optional[UnknownKey]:
-        results = [self._unknown_in(dotted, c, invented_ok) for c in configs if c in self.configs]
-        if not results or any(r is None for r in results):
+    def _missing(self, dotted: str, configs: list[str],
+                 invented_ok: bool) -> Optional[tuple[str, str, str, frozenset[str]]]:
+        """(config, prefix, parent, the parent's children) of the first of `configs` when none has the
+        key (see _unknown_in), else None."""
+        results = [(c, self._unknown_in(dotted, c, invented_ok)) for c in configs if c in self.configs]
+        if not results or any(r is None for _, r in results):
             return None
-        return results[0]
+        config, found = results[0]
+        return (config, *found)  # type: ignore[misc]
 
     def dataclass_of(self, section: str, configs: list[str]) -> Optional[tuple[str, frozenset[str]]]:
         """(class, its fields) when VERL builds `section` into a dataclass (its `_target_` in any of
@@ -117,7 +134,8 @@ class Release:
     def key_type(self, dotted: str, config: str) -> Optional[str]:
         return self.configs.get(config, {}).get(dotted)
 
-    def _unknown_in(self, dotted: str, config: str, invented_ok: bool) -> Optional[UnknownKey]:
+    def _unknown_in(self, dotted: str, config: str, invented_ok: bool) -> Optional[tuple[str, str, frozenset[str]]]:
+        """(the first unknown part as a dotted prefix, its parent, the parent's children) or None."""
         keys, children = self.configs[config], self.children(config)
         parts = dotted.split(".")
         for i in range(len(parts)):
@@ -127,12 +145,10 @@ class Release:
                 if kind in _OPEN_TYPES or (kind == "dict" and (prefix not in children or _is_pass_through(prefix))):
                     return None  # free-form from here on
                 continue
-            parent = ".".join(parts[:i])
-            siblings = children.get(parent, frozenset())
             if invented_ok and parts[i] in INVENTED_NAMES:
                 return None  # reported, with the real name, by unknown-framework-arg-*
-            close = difflib.get_close_matches(parts[i], sorted(siblings), n=3, cutoff=0.6)
-            return UnknownKey(prefix, tuple(f"{parent}.{c}" if parent else c for c in close), config)
+            parent = ".".join(parts[:i])
+            return prefix, parent, children.get(parent, frozenset())
         return None
 
 
