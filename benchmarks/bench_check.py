@@ -11,7 +11,10 @@ cache, ./.npu-port-cache, starts empty there) with one job:
   conv/check   `convert OUT --check --no-cache` and `check OUT --no-cache` on the converted tree OUT
                (what CI checks after a port)
 CPU seconds of the process and all it starts (bench_startup's subreaper), best of `--rounds` (the
-median with `--median`). `--tree CHECKOUT` (repeatable) measures that npu-port checkout instead of the
+median with `--median`). As in bench_startup, npu-port's bytecode is cached (PYTHONPYCACHEPREFIX in the
+scratch folder, filled by one unmeasured run of each command first), as an installed wheel's is: an
+environment with PYTHONDONTWRITEBYTECODE would otherwise charge every run for compiling the modules it
+imports, and check imports more of them than convert. `--tree CHECKOUT` (repeatable) measures that npu-port checkout instead of the
 installed one: with two or more, each command runs for every checkout in turn, round by round, so a
 change of load hits all of them alike; one row per tree and checkout. `--no-cache-only` leaves out the
 two cached columns (check cold and warm), which like-for-like comparisons do not need.
@@ -69,12 +72,18 @@ def main() -> None:
             envs = []
             for work, checkout in zip(works, checkouts):
                 work.mkdir()
-                env = dict(os.environ)
+                env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+                env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
                 if checkout is not None:
                     env["PYTHONPATH"] = str(checkout)
                 envs.append(env)
 
-            def run(argv: list[str], fresh_cache: bool, works=works, envs=envs) -> list[float]:
+            warmed: set[str] = set()
+
+            def run(argv: list[str], fresh_cache: bool, works=works, envs=envs, warmed=warmed) -> list[float]:
+                if argv[len(tool)] not in warmed:  # fills the bytecode caches for this command: not measured
+                    warmed.add(argv[len(tool)])
+                    each(argv, fresh_cache, works, envs, 1, pick)
                 return each(argv, fresh_cache, works, envs, args.rounds, pick)
 
             t = str(tree)
