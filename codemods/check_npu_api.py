@@ -11,6 +11,7 @@ import libcst as cst
 
 from npu_port.transpiler.analysis.ast_source import dotted
 from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.core.report import Severity
 from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables import api_facts
 from npu_port.transpiler.tables.api_facts import missing_npu_name
@@ -32,19 +33,45 @@ def _is_npu_name(qualified: str) -> bool:
 
 def _missing(qualified: str) -> bool:
     """What `_judge` reports: a torch.npu / torch_npu name the snapshot lacks."""
-    if not _is_npu_name(qualified):
-        return False
+    return judged_missing(qualified) is not None
+
+
+def judged_missing(qualified: Optional[str]) -> Optional[tuple[str, str]]:
+    """(module, name) where the rule reports `qualified` (a name its imports resolve to), else None."""
+    if qualified is None or not _is_npu_name(qualified):
+        return None
     missing = missing_npu_name(qualified)
-    return missing is not None and missing[1] not in _MODULE_DUNDERS
+    return None if missing is None or missing[1] in _MODULE_DUNDERS else missing
+
+
+def missing_message(module: str, name: str, qualified: str) -> tuple[str, str]:
+    """(message, hint) of the error for `module.name`, which torch_npu lacks."""
+    known = api_facts.load("torch_npu").names(module)
+    if not name.startswith("_"):  # the private names exist, but are no suggestion for a public one
+        known = [k for k in known if not k.startswith("_")]
+    close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
+    hint = f"did you mean {', '.join(f'`{module}.{c}`' for c in close)}?" if close else \
+        f"see `npu-port explain {UnknownNpuApi.ID}`; torch_npu 2.14 has no such name"
+    shown = "torch.npu" if module == "torch_npu.npu" and qualified.startswith("torch.npu") else module
+    return f"`{shown}.{name}` does not exist in torch_npu 2.14", hint
+
+
+def missing_op_message(name: str, loader: Optional[str]) -> tuple[str, str, Severity]:
+    """(message, hint, severity) for `torch_npu.<name>`, which torch_npu lacks, in a file that loads a
+    native op library with `loader` (None: none)."""
+    if loader is None:
+        return (*missing_message("torch_npu", name, f"torch_npu.{name}"), "error")
+    return (f"`torch_npu.{name}` is not in torch_npu 2.14; taken to be an op of the library this file loads "
+            f"with `{loader}(...)`", "check that the custom op library is built for this CANN version", "info")
 
 
 def _may_name_a_missing_api(imports: Iterable[ast.stmt],
                             chains: Callable[[frozenset[str]], Optional[Iterable[str]]]) -> bool:
     """Whether the rule could report in a file with these import statements and whose outermost name
-    chains (`a.b.c`) starting with given names `chains` lists: the names it judges, resolved through
-    every import of the file as if all were in one scope (a local name bound by two imports is judged
-    both ways), so the answer is yes wherever the rule's scoped resolution reports. `chains` giving None
-    (it cannot tell) makes the answer yes."""
+    chains (`a.b.c`) starting with given dotted prefixes `chains` lists: the names it judges, resolved
+    through every import of the file as if all were in one scope (a local name bound by two imports is
+    judged both ways), so the answer is yes wherever the rule's scoped resolution reports. `chains` giving
+    None (it cannot tell) makes the answer yes."""
     bound: dict[str, set[str]] = {}
     modules = []
     for node in imports:
@@ -64,9 +91,10 @@ def _may_name_a_missing_api(imports: Iterable[ast.stmt],
                 bound.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
                 if (node.module == "torch" or _is_npu_name(node.module)) and _missing(f"{node.module}.{alias.name}"):
                     return True
-    # Only a name bound to torch or to an NPU module leads to an NPU name.
-    heads = frozenset(h for h, targets in bound.items() if any(t == "torch" or _is_npu_name(t) for t in targets))
-    names = chains(heads) if heads else ()
+    # Only a chain from a name bound to an NPU module, or from `torch` then `npu`, leads to an NPU name.
+    prefixes = frozenset(h if _is_npu_name(t) else f"{h}.npu" for h, targets in bound.items() for t in targets
+                         if t == "torch" or _is_npu_name(t))
+    names = chains(prefixes) if prefixes else ()
     if names is None:
         return True
     for name in (*names, *modules):
@@ -77,12 +105,12 @@ def _may_name_a_missing_api(imports: Iterable[ast.stmt],
     return False
 
 
-def _outermost_chains(nodes: tuple[ast.AST, ...], heads: frozenset[str]) -> list[str]:
+def _outermost_chains(nodes: tuple[ast.AST, ...], prefixes: frozenset[str]) -> list[str]:
     """The names of the `ast`'s outermost Name/Attribute chains (`a.b.c`, not also `a.b`) that start
-    with one of `heads`."""
+    with one of the dotted `prefixes` (whole names)."""
     inner = {id(node.value) for node in nodes if isinstance(node, ast.Attribute)}
     return [name for node in nodes if isinstance(node, ast.Attribute) and id(node) not in inner
-            for name in [dotted(node)] if name and name.partition(".")[0] in heads]
+            for name in [dotted(node)] if name and any(name == p or name.startswith(p + ".") for p in prefixes)]
 
 
 class UnknownNpuApi(PythonRule):
@@ -118,6 +146,7 @@ class UnknownNpuApi(PythonRule):
     SAFETY = "report-only"
     GROUP = "check"
     TRIGGERS = ("npu",)
+    AST_TWIN = "npu_port.codemods._unknown_npu_api_ast:AstUnknownNpuApi"
 
     @classmethod
     def scout(cls, facts, options) -> bool:
@@ -133,7 +162,7 @@ class UnknownNpuApi(PythonRule):
         if imports is not None and not _may_name_a_missing_api(imports, facts.dotted_chains):
             return False
         nodes = facts.nodes
-        return nodes is None or _may_name_a_missing_api(nodes, lambda heads: _outermost_chains(nodes, heads))
+        return nodes is None or _may_name_a_missing_api(nodes, lambda prefixes: _outermost_chains(nodes, prefixes))
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -142,27 +171,16 @@ class UnknownNpuApi(PythonRule):
         self._loads_op_library: Optional[str] = None  # the loader call this file makes, if any
 
     def _judge(self, node: cst.CSTNode, qualified: Optional[str]) -> None:
-        if qualified is None or not _is_npu_name(qualified):
-            return
-        missing = missing_npu_name(qualified)
-        if missing is None or missing[1] in _MODULE_DUNDERS:
+        missing = judged_missing(qualified)
+        if missing is None:
             return
         module, name = missing
         if module == "torch_npu":
             # An op a library loaded by this very file may register: decided once the file is read.
             self._missing_ops.append((node, name))
             return
-        self._report_missing(node, module, name, qualified)
-
-    def _report_missing(self, node: cst.CSTNode, module: str, name: str, qualified: str) -> None:
-        known = api_facts.load("torch_npu").names(module)
-        if not name.startswith("_"):  # the private names exist, but are no suggestion for a public one
-            known = [k for k in known if not k.startswith("_")]
-        close = difflib.get_close_matches(name, known, n=3, cutoff=0.6)
-        hint = f"did you mean {', '.join(f'`{module}.{c}`' for c in close)}?" if close else \
-            f"see `npu-port explain {self.ID}`; torch_npu 2.14 has no such name"
-        shown = "torch.npu" if module == "torch_npu.npu" and qualified.startswith("torch.npu") else module
-        self.report(node, f"`{shown}.{name}` does not exist in torch_npu 2.14", severity="error", hint=hint)
+        message, hint = missing_message(module, name, qualified or "")
+        self.report(node, message, severity="error", hint=hint)
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.resolve(node.func)
@@ -171,12 +189,8 @@ class UnknownNpuApi(PythonRule):
 
     def finalize(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         for node, name in self._missing_ops:
-            if self._loads_op_library is None:
-                self._report_missing(node, "torch_npu", name, f"torch_npu.{name}")
-            else:
-                self.report(node, f"`torch_npu.{name}` is not in torch_npu 2.14; taken to be an op of the "
-                                  f"library this file loads with `{self._loads_op_library}(...)`",
-                            severity="info", hint="check that the custom op library is built for this CANN version")
+            message, hint, severity = missing_op_message(name, self._loads_op_library)
+            self.report(node, message, severity=severity, hint=hint)
         return updated
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
@@ -185,24 +199,28 @@ class UnknownNpuApi(PythonRule):
         if not inner:
             self._judge(node, self.ctx.resolve(node))
 
+    # The names of an import statement are judged as the statement's (below), once each: the walk goes on
+    # into them, so their Attribute chains are marked judged here.
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        if node.module is not None:
+            self._inner.add(id(node.module))
         if node.relative or node.module is None or isinstance(node.names, cst.ImportStar):
             return
         module = dotted_name(node.module)
         if module is None:
             return
-        # the module itself (`from torch_npu.nope import x`), then each imported name
-        self._judge(node.module, module)
-        if module != "torch" and not _is_npu_name(module):
-            return
-        for alias in node.names:
-            name = dotted_name(alias.name)
-            if name is not None:
-                self._judge(alias, f"{module}.{name}")
+        # the module itself (`from torch_npu.nope import x`), else each imported name
+        if judged_missing(module) is not None:
+            self._judge(node.module, module)
+        elif module == "torch" or _is_npu_name(module):
+            for alias in node.names:
+                name = dotted_name(alias.name)
+                if name is not None:
+                    self._judge(alias, f"{module}.{name}")
 
     def visit_Import(self, node: cst.Import) -> None:
         for alias in node.names:
             self._judge(alias, dotted_name(alias.name))
 
-    def visit_ImportAlias(self, node: cst.ImportAlias) -> bool:
-        return False  # names inside import statements are judged by visit_Import / visit_ImportFrom
+    def visit_ImportAlias(self, node: cst.ImportAlias) -> None:
+        self._inner.add(id(node.name))

@@ -52,8 +52,9 @@ def _check_imports_and_chains(source: str) -> None:
             assert ast.dump(node) in lexical, (ast.dump(node), source)
     for name in _outermost_chains(nodes, frozenset(dotted(n).partition(".")[0] for n in nodes  # type: ignore[union-attr]
                                                    if isinstance(n, ast.Attribute) and dotted(n))):
-        chains = facts.dotted_chains(frozenset({name.partition(".")[0]}))
-        assert chains is not None and name in chains, (name, source)
+        for prefix in {name.partition(".")[0], ".".join(name.split(".")[:2])}:
+            chains = facts.dotted_chains(frozenset({prefix}))
+            assert chains is not None and name in chains, (name, prefix, source)
 
 
 def _check_screens(source: str) -> None:
@@ -64,7 +65,7 @@ def _check_screens(source: str) -> None:
         assert _may_hold_two_npu_values(facts.strings), source
         assert facts.literals is not None and _may_report_lexically(facts.literals, facts.imports_root("ray")), source
     imports = facts.code_imports
-    if imports is not None and _may_name_a_missing_api(nodes, lambda heads: _outermost_chains(nodes, heads)):
+    if imports is not None and _may_name_a_missing_api(nodes, lambda prefixes: _outermost_chains(nodes, prefixes)):
         assert _may_name_a_missing_api(imports, facts.dotted_chains), source
 
 
@@ -88,6 +89,12 @@ def test_the_screens_decide_the_shapes_they_were_written_for():
     assert _may_name_a_missing_api(typo.code_imports or (), typo.dotted_chains)
     for shape in (b'd = "npu" if a else "npu"\n', b'if a == "npu": pass\nif a == "npu": pass\n', b'L = ["npu", "npu"]\n'):
         assert _may_report_lexically(scan(shape).literals or (), False), shape
+
+
+def test_dotted_chains_start_with_whole_names():
+    facts = scan(b"import torch\na = torch.npu_x.y\nb = (torch\n  ).npu.z\nc = torch.npu\nd = f(torch.npu).w\n")
+    assert facts.dotted_chains(frozenset({"torch.npu"})) == ("torch.npu.z", "torch.npu", "torch.npu")
+    assert facts.dotted_chains(frozenset({"torch"})) == ("torch.npu_x.y", "torch.npu.z", "torch.npu", "torch.npu")
 
 
 def test_literal_contexts_name_the_tokens_beside_each_literal():

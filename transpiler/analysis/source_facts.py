@@ -164,15 +164,16 @@ class SourceFacts:
         except (SyntaxError, ValueError):
             return None
 
-    def dotted_chains(self, heads: frozenset[str]) -> Optional[tuple[str, ...]]:
-        """The name chains `a.b.c` of the code whose first name is one of `heads`, whitespace left out,
-        each taken whole (`x.a.b` once, not its parts; none that follows a dot, as `f(x).a` does): every
-        outermost Name/Attribute chain of the `ast` from one of `heads` is among them, a parenthesised
-        head too (`(a).b` is `a.b`). None where `code_imports` is."""
+    def dotted_chains(self, prefixes: frozenset[str]) -> Optional[tuple[str, ...]]:
+        """The name chains `a.b.c` of the code that start with one of `prefixes` (dotted, whole names:
+        `torch.npu` takes `torch.npu.x`, not `torch.npu_x`), whitespace left out, each taken whole (`x.a.b`
+        once, not its parts; none that follows a dot, as `f(x).a` does): every outermost Name/Attribute
+        chain of the `ast` with such a start is among them, a parenthesised head too (`(a).b` is `a.b`).
+        None where `code_imports` is."""
         code = self._unwrapped_code
         if code is None:
             return None
-        return tuple(_SPACE.sub(b"", m.group(0)).decode("ascii") for m in _chain_pattern(heads).finditer(code))
+        return tuple(_SPACE.sub(b"", m.group(0)).decode("ascii") for m in _chain_pattern(prefixes).finditer(code))
 
     @cached_property
     def _unwrapped_code(self) -> Optional[bytes]:
@@ -385,11 +386,16 @@ _LEADING_NAME = re.compile(rb"(?:^|,)[\s(]*([A-Za-z_][A-Za-z0-9_]*)")
 
 
 @functools.lru_cache(maxsize=64)
-def _chain_pattern(heads: frozenset[str]) -> re.Pattern[bytes]:
-    """A chain of names and dots from one of `heads`, that no word character or dot comes before; inside
-    brackets its parts may stand on separate lines."""
-    first = b"|".join(re.escape(h.encode("ascii")) for h in sorted(heads))
-    return re.compile(rb"(?<![A-Za-z0-9_.])(?:" + first + rb")(?![A-Za-z0-9_])(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)+")
+def _chain_pattern(prefixes: frozenset[str]) -> re.Pattern[bytes]:
+    """A chain of names and dots (one dot at least) from one of `prefixes`, that no word character or dot
+    comes before; inside brackets its parts may stand on separate lines."""
+    dot, name = rb"\s*\.\s*", rb"[A-Za-z_][A-Za-z0-9_]*"
+    starts = []
+    for prefix in sorted(prefixes):
+        parts = [re.escape(part.encode("ascii")) for part in prefix.split(".")]
+        rest = b"+" if len(parts) == 1 else b"*"
+        starts.append(dot.join(parts) + rb"(?![A-Za-z0-9_])(?:" + dot + name + b")" + rest)
+    return re.compile(rb"(?<![A-Za-z0-9_.])(?:" + b"|".join(starts) + b")")
 
 
 # A chain in parentheses that an attribute follows: `(torch_npu).x` is the chain `torch_npu.x` where the
