@@ -95,3 +95,26 @@ def test_the_engines_walk_gives_the_map():
     result = Engine(Settings()).convert(data, "m.py")
     lines = {f.line for f in result.outcome.findings if f.rule == "tensor-cuda-method"}
     assert lines == {3}
+
+
+@pytest.mark.parametrize("source", [
+    b"import torch\nx = torch.zeros(1).cuda()\n",  # a change: LibCST, with positions
+    b"import pynvml\nimport torch\npynvml.nvmlInit()\n",  # findings only: the ast pass
+])
+def test_a_converted_file_is_parsed_by_pythons_parser_once(monkeypatch, source):
+    """In a worker, parse_refusal's `ast` tree serves the positions and the ast pass; neither parses the
+    file again. (The driver's prefilter chose the rules, as the runner does.)"""
+    import ast
+
+    from npu_port.transpiler.bulk.worker import Task, convert_task
+
+    rules = tuple(r.ID for r in Engine(Settings()).needs_parse(source, "python", "x.py"))
+    parse, calls = ast.parse, []
+
+    def counted(*args, **kwargs):
+        calls.append(args[0])
+        return parse(*args, **kwargs)
+
+    monkeypatch.setattr(ast, "parse", counted)
+    result = convert_task(Task(0, "x.py", "x.py", "python", source, rules=rules), Settings())
+    assert result.outcome.findings and len(calls) == 1

@@ -117,9 +117,11 @@ class StatementLocations:
     position, generated once for the whole module as before."""
 
     def __init__(self, module: cst.Module, text: str, statement_of: Mapping[int, cst.CSTNode],
-                 indents: Optional[Mapping[int, tuple[str, ...]]] = None):
+                 indents: Optional[Mapping[int, tuple[str, ...]]] = None, tree: Optional[ast.Module] = None):
+        """`tree`: the text's `ast` where the caller has it (only its statements' lines are read)."""
         self._module = module
         self._text = text
+        self._tree = tree
         self._top_of = statement_of
         self._indents = indents or {}
         self._starts: Optional[dict[int, int]] = None  # id(statement) -> offset of its code in the text
@@ -148,7 +150,7 @@ class StatementLocations:
             return self._placed[key]
         if self._starts is None:
             self._line_starts = [0] + [m.end() for m in _NEWLINE.finditer(self._text)]
-            self._starts = _statement_starts(self._module, self._text, self._line_starts)
+            self._starts = _statement_starts(self._module, self._text, self._line_starts, self._tree)
         start = self._starts.get(key)
         placed = None
         if start is not None:
@@ -160,16 +162,19 @@ class StatementLocations:
         return placed
 
 
-def _statement_starts(module: cst.Module, text: str, line_starts: list[int]) -> dict[int, int]:
+def _statement_starts(module: cst.Module, text: str, line_starts: list[int],
+                      tree: Optional[ast.Module] = None) -> dict[int, int]:
     """id(top-level statement) -> where its code (leading lines included) starts in `text`, from the
-    first line CPython's `ast` gives it; {} where that parser refuses the text. A line of `a; b` is
-    one LibCST statement and two `ast` ones."""
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")  # invalid escapes and the like: nothing to say here
-        try:
-            body = ast.parse(text).body
-        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
-            return {}
+    first line CPython's `ast` gives it (`tree`, else parsed here); {} where that parser refuses the
+    text. A line of `a; b` is one LibCST statement and two `ast` ones."""
+    if tree is None:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # invalid escapes and the like: nothing to say here
+            try:
+                tree = ast.parse(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+                return {}
+    body = tree.body
     starts: dict[int, int] = {}
     _pair(module.body, body, line_starts, starts)
     return starts

@@ -28,7 +28,6 @@ from npu_port.transpiler.analysis.ast_dispatch import AstDispatch
 from npu_port.transpiler.analysis.ast_source import Decline, Source, dotted, is_elif
 from npu_port.transpiler.analysis.dispatch import FileDispatch
 from npu_port.transpiler.analysis.patchers import PATCHER_ENDS, is_patcher, names_torch_cuda
-from npu_port.transpiler.core.files import parsed_tree
 from npu_port.transpiler.core.report import Finding
 from npu_port.transpiler.core.rules import AstContext, RunOptions
 
@@ -55,9 +54,7 @@ def report(data: bytes, path: str, rule_classes: Sequence[type], options: RunOpt
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
         text = data.decode(encoding)
-        if tree is None:
-            tree = parsed_tree(data)  # the worker's parse_refusal parsed it already
-        if tree is None:
+        if tree is None:  # (the engine passes the one the worker's parse_refusal built)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")
                 tree = ast.parse(data)

@@ -15,7 +15,7 @@ from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.analysis.patchers import PATCHER_ENDS, is_patcher, names_torch_cuda
 from npu_port.transpiler.core import ast_pass, trusted_parse
 from npu_port.transpiler.core.cst_walk import transform
-from npu_port.transpiler.core.files import NUL_BYTES, decode_problem
+from npu_port.transpiler.core.files import NUL_BYTES, decode_problem, parsed_tree
 from npu_port.transpiler.core.report import Finding
 from npu_port.transpiler.core.rules import PythonContext, PythonRule, RunOptions
 
@@ -245,12 +245,13 @@ def python_syntax_error(source: bytes | str) -> Optional[tuple[int, int, str]]:
 
 def convert_python(data: bytes, path: str, rule_classes: Sequence[type[PythonRule]],
                    options: RunOptions) -> tuple[bytes, list[Finding]]:
+    tree = parsed_tree(data)  # the worker's parse_refusal parsed these very bytes with Python's parser already
     if all(cls.AST_TWIN for cls in rule_classes):  # report-only rules with an `ast` twin: no LibCST tree needed
-        findings = ast_pass.report(data, path, rule_classes, options)
+        findings = ast_pass.report(data, path, rule_classes, options, tree)
         if findings is not None:
             return data, findings
     module = parse(data, path)
-    ctx = PythonContext(path, data.decode(module.encoding, errors="replace"), module, options)
+    ctx = PythonContext(path, data.decode(module.encoding, errors="replace"), module, options, tree)
     rules = [cls(ctx) for cls in rule_classes]
     try:
         updated = transform(module, _Dispatcher(rules, ctx))

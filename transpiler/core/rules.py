@@ -166,9 +166,12 @@ class FileContext:
 class PythonContext(FileContext):
     """Adds the parsed module, the import table and lazily computed positions."""
 
-    def __init__(self, path: str, text: str, module: cst.Module, options: RunOptions):
+    def __init__(self, path: str, text: str, module: cst.Module, options: RunOptions,
+                 tree: Optional[ast.Module] = None):
+        """`tree`: the file's `ast`, where it was parsed already (the worker's parse_refusal)."""
         super().__init__(path, text, options)
         self.module = module
+        self._tree = tree
         self.imports = ImportTable()
         self._positions: Optional[StatementLocations] = None
         # id(node) -> the statement it lies in (top-level, or in the body of such a class), and each
@@ -210,7 +213,8 @@ class PythonContext(FileContext):
         # Computed once per file and only when a rule needs a line: most parsed files need it,
         # but never before the first change or finding.
         if self._positions is None:
-            self._positions = StatementLocations(self.module, self.text, self.statement_of, self.statement_indents)
+            self._positions = StatementLocations(self.module, self.text, self.statement_of, self.statement_indents,
+                                                 self._tree)
         return self._positions.get(node)
 
     def is_patched(self, node: cst.CSTNode) -> bool:
