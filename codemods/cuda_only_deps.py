@@ -48,7 +48,9 @@ class CudaOnlyDeps(PythonRule):
 
     ID = "cuda-only-deps"
     SAFETY = "report-only"
-    TRIGGERS = ("pip", "install_requires", "setup_requires", "tests_require", "extras_require")
+    # `pip` as a word (the scout's word or whole string), not in `pipeline`.
+    TRIGGERS = ("install_requires", "setup_requires", "tests_require", "extras_require")
+    TRIGGER_PATTERNS = (r"pip(?<![A-Za-z0-9_]pip)(?![A-Za-z0-9_])",)
 
     @classmethod
     def scout(cls, facts, options) -> bool:

@@ -8,7 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.core.rules import PythonRule
+from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
 from npu_port.transpiler.tables.mapping import load_table
 
 _RUNNERS = {"subprocess.run", "subprocess.call", "subprocess.check_call", "subprocess.check_output",
@@ -96,8 +96,12 @@ class CudaVersionProbes(PythonRule):
 
     ID = "cuda-version-probes"
     SAFETY = "report-only"
-    TRIGGERS = ("version", "capability", "get_device_properties", "CUDA_HOME", "CUDA_PATH", "CUDA_ROOT",
-                "CUDA_TOOLKIT_ROOT_DIR", "nvcc", "cuobjdump", "nvdisasm", "ncu", "nsys")
+    # A part of each probe the table names (the code spells every part of a name the imports resolve to:
+    # `cuda` of torch.version.cuda, `cudnn` of cudnn.version), each variable, and each program followed
+    # by no word character (`ncu` is in `concurrent`). tests/test_pytorch_rules.py holds them to the table.
+    TRIGGERS = ("cudnn", "get_device_capability", "get_device_properties", "CUDA_HOME", "CUDA_PATH", "CUDA_ROOT",
+                "CUDA_TOOLKIT_ROOT_DIR", "nvcc", "cuobjdump", "nvdisasm")
+    TRIGGER_PATTERNS = (CUDA_WORD, r"ncu(?![A-Za-z0-9_])", r"nsys(?![A-Za-z0-9_])")
 
     @classmethod
     def scout(cls, facts, options) -> bool:

@@ -7,6 +7,7 @@ import re
 
 import pytest
 
+from npu_port.codemods.cuda_version_probes import CudaVersionProbes, probes
 from npu_port.codemods.nvidia_smi import NvidiaSmiToNpuSmi
 from npu_port.codemods.profiler_npu import ProfilerToNpu, profiler_table
 from npu_port.codemods.tf32_hf32 import TF32ToHF32, backend_rows
@@ -69,6 +70,19 @@ def test_hf32_targets_exist():
 def test_every_library_row_is_reachable_through_the_prefilter():
     for row in library_rows("ascend"):
         assert UnsupportedCudaLibraries.matches(f"import {row.module}"), row.module
+
+
+def test_every_probe_row_is_reachable_through_the_prefilter():
+    """The code spells every part of a name its imports resolve to: one part of each probe must trigger
+    the rule; a variable and a program (in a string, as the rule reads them) must too."""
+    table = probes("ascend")
+    for name in (*table.reads, *table.calls, *table.capability_calls, *table.property_calls):
+        assert any(CudaVersionProbes.matches(part) for part in name.split(".")), name
+    for variable in table.env:
+        assert CudaVersionProbes.matches(f'os.environ["{variable}"]'), variable
+    for program in table.programs:
+        assert CudaVersionProbes.matches(f'run(["/usr/bin/{program}", "-v"])'), program
+        assert CudaVersionProbes.matches(f'run("{program}\\t-v")'), program
 
 
 @pytest.mark.parametrize("rule", RULES, ids=[r.ID for r in RULES])
