@@ -21,6 +21,8 @@ def _is_npu_native(path: str, text: str) -> bool:
     return bool(_NPU_PACKAGE.search(path) or _NPU_NATIVE_IMPORT.search(text))
 
 
+HAND_PORT_MESSAGE = ("uses torch.npu without importing torch_npu: fine where torch_npu is loaded elsewhere (its "
+                     "autoload on `import torch`, a plugin); otherwise add `import torch_npu`")
 _IMPORTS_TORCH = re.compile(r"^[ \t]*(?:import|from)[ \t]+torch\b", re.M)
 _IMPORTS_TORCH_NPU = re.compile(r"^[ \t]*(?:import[ \t]+torch_npu\b|from[ \t]+torch_npu\b)", re.M)
 
@@ -197,6 +199,7 @@ class TorchNpuImport(PythonRule):
     TRIGGERS = ("torch.npu", "from torch import npu", ".npu(", ".is_npu")
     TRIGGER_PATTERNS = (CUDA_WORD,)
     FOLLOWS_CHANGES = True
+    AST_TWIN = "npu_port.codemods._torch_npu_import_ast:AstTorchNpuImport"  # for files nothing changes
 
     @classmethod
     def scout(cls, facts, options) -> bool:
@@ -219,10 +222,7 @@ class TorchNpuImport(PythonRule):
             # Written for the NPU by hand already: torch_npu may be loaded elsewhere on purpose (its
             # autoload entry point, a platform plugin such as vllm-ascend); say so rather than add it.
             if _USES_NPU.search(self.ctx.text) and not _IMPORTS_TORCH_NPU.search(self.ctx.text):
-                self.report(_Scope(original.body).anchor or original,
-                            "uses torch.npu without importing torch_npu: fine where torch_npu is loaded "
-                            "elsewhere (its autoload on `import torch`, a plugin); otherwise add "
-                            "`import torch_npu`", severity="info")
+                self.report(_Scope(original.body).anchor or original, HAND_PORT_MESSAGE, severity="info")
             return updated
         if self.ctx.options.keep_cuda and framework_loads_torch_npu(self.ctx):
             return updated
