@@ -106,11 +106,13 @@ class CudaVersionProbes(PythonRule):
     @classmethod
     def scout(cls, facts, options) -> bool:
         table = probes(options.target)
-        names = (*table.reads, *table.calls, *table.capability_calls, *table.property_calls)
-        # A toolkit variable counts where the environment is read, a program where a runner runs it
-        # (verl compares `tool == "nsys"` in many files and runs nothing); the first word is split
-        # as _runs splits it, at any whitespace.
+        names = (*table.reads, *table.calls, *table.capability_calls)
+        # Device properties count only through a capability field they are read for (`.major`): vLLM
+        # plugins call torch.npu.get_device_properties for core counts. A toolkit variable counts where
+        # the environment is read, a program where a runner runs it (verl compares `tool == "nsys"` in
+        # many files and runs nothing); the first word is split as _runs splits it, at any whitespace.
         return (any(facts.may_name(n) for n in names)
+                or (facts.has_word(*table.fields) and any(facts.may_name(n) for n in table.property_calls))
                 or ((facts.may_name("os.environ") or facts.may_name("os.getenv"))
                     and facts.any_string(lambda s: s in table.env))
                 or (any(facts.may_name(r) for r in _RUNNERS)

@@ -77,8 +77,15 @@ class MegatronFusions(PythonRule):
 
     @classmethod
     def scout(cls, facts, options) -> bool:
-        return facts.has_word(*(_key(r) for r in rows(options.target))) or facts.any_string(
-            lambda s: "override_transformer_config" in s or any(_key(r) in s for r in rows(options.target)))
+        keys = [_key(r) for r in rows(options.target)]
+        if not (facts.has_word(*keys) or facts.any_string(lambda s: any(k in s for k in keys))):
+            return False
+        # A key counts where a config class is called (verl passes the same keywords to helpers of its own),
+        # or an override dict is built or given, or an override string is written.
+        python = _python(options.target)
+        names = python["override_names"]
+        return any(facts.may_name(c) for c in python["config_classes"]) or facts.has_word(*names) \
+            or facts.any_string(lambda s: s in names or "override_transformer_config." in s)
 
     def visit_Call(self, node: cst.Call) -> None:
         python = _python(self.ctx.target)

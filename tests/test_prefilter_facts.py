@@ -53,6 +53,14 @@ CASES = [
     ("cuda-version-probes", "main_ppo.py", 'def f(config):\n    return config.tool == "nsys"\n', True),
     ("cuda-version-probes", "x.py", 'import subprocess\nsubprocess.run("nvcc\\t--version", shell=True)\n', False),
     ("cuda-version-probes", "x.py", 'import os\nhome = os.environ["CUDA_HOME"]\n', False),
+    ("cuda-version-probes", "ops/k.py", 'import torch\ncores = torch.npu.get_device_properties(0).vector_core_num\n', True),
+    # megatron-fusions: verl passes Megatron's keywords to helpers of its own before the config class sees them.
+    ("megatron-fusions", "c.py", "def convert(hf):\n    return _base_config(hf, apply_rope_fusion=True)\n", True),
+    ("megatron-fusions", "c.py",
+     "from megatron.core.transformer import TransformerConfig as T\ncfg = T(num_layers=2, apply_rope_fusion=True)\n", False),
+    ("megatron-fusions", "c.py", 'def f(cfg):\n    cfg["override_transformer_config"] = {"apply_rope_fusion": True}\n', False),
+    ("megatron-fusions", "c.py", 'ARGS = ["+override_transformer_config.apply_rope_fusion=True"]\n', False),
+    ("cuda-version-probes", "ops/k.py", 'import torch\np = torch.npu.get_device_properties(0)\nok = p.major >= 8\n', False),
     ("unsupported-cuda-libs", "t.py", 'import importlib\nkw = importlib.import_module("pkg.warmup")\n', True),
     ("unsupported-cuda-libs", "t.py", 'import importlib\nm = importlib.import_module("flash_attn")\n', False),
     # torch-cuda-api: `torch` and `cuda` both in the code, but no name the imports resolve under torch.cuda
