@@ -136,8 +136,10 @@ def test_a_file_one_rule_wants_runs_that_rule_and_the_rules_that_follow_changes(
 def test_imported_roots_cover_every_import_form():
     facts = scan(b"import a.b as c, d\nfrom e.f import (g,\n h)\nimport x, \\\n   y_cuda\nif 1: import z\n"
                  b"raise E from F\nimport triton\nfrom . import rel\nfrom vllm.utils import numba; import w\n"
-                 b"# import commented\ns = 'import quoted'\n")
-    assert facts.imported_roots == {"a", "d", "e", "x", "y_cuda", "z", "triton", "vllm", "w"}
+                 b"# import commented\ns = 'import quoted'\nfrom p.q import (\n    r,\n)\nimport importlib\n"
+                 b"import fromage\n")
+    assert facts.imported_roots == {"a", "d", "e", "x", "y_cuda", "z", "triton", "vllm", "w", "p", "importlib",
+                                    "fromage"}
 
 
 def test_the_last_word_of_a_file_without_a_final_newline_stays_a_word_next_to_an_fstring():
