@@ -30,6 +30,7 @@ def _ast_npu_value(node: ast.AST) -> Optional[str]:
 # The beginnings of a literal that implicit concatenation may complete into an NPU value (`"np" "u"`).
 _NPU_HEADS = frozenset(v[:i] for v in _NPU_VALUES for i in range(1, len(v)))
 _HCCL_HEADS = frozenset("hccl"[:i] for i in range(1, len("hccl")))
+_HCCL_WORDS = _HCCL_HEADS | {"hccl"}
 
 
 def _may_hold_two_npu_values(strings: tuple[str, ...]) -> bool:
@@ -38,11 +39,10 @@ def _may_hold_two_npu_values(strings: tuple[str, ...]) -> bool:
     entries; the value Ray is given). A literal the parser glues from pieces starts with its first
     non-empty piece, which is a value or a value's beginning: the latter alone makes the answer yes."""
     count = 0
-    for s in strings:
-        lower = s.lower()
-        if lower == "hccl" or lower in _HCCL_HEADS or s in _NPU_HEADS:
+    for s in strings:  # every literal of every file that names the NPU: the short test first
+        if len(s) <= 4 and (s in _NPU_HEADS or s.lower() in _HCCL_WORDS):
             return True
-        if s.split(":")[0] in _NPU_VALUES:
+        if s in _NPU_VALUES or (":" in s and s.split(":", 1)[0] in _NPU_VALUES):
             count += 1
             if count == 2:
                 return True

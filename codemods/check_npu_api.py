@@ -155,12 +155,13 @@ class UnknownNpuApi(PythonRule):
         if not (facts.has_word("torch_npu") or facts.has_all_words("torch", "npu")):
             return False
         # Then the judgement itself: on a tree that names the NPU throughout (a port), most files name
-        # nothing torch_npu lacks, and LibCST's parse would be for nothing. First on the code's import
-        # statements and name chains as the lexer finds them (a superset of the ast's), which settles
-        # nearly every file without an ast; a yes there is asked again of the ast.
+        # nothing torch_npu lacks, and a parse would be for nothing. On the code's import statements and
+        # name chains as the lexer finds them (a superset of the ast's), which settles nearly every file
+        # without an ast (a yes there is nearly always a finding: the file's parse follows anyway); the
+        # ast's where the lexer cannot vouch for them.
         imports = facts.code_imports
-        if imports is not None and not _may_name_a_missing_api(imports, facts.dotted_chains):
-            return False
+        if imports is not None:
+            return _may_name_a_missing_api(imports, facts.dotted_chains)
         nodes = facts.nodes
         return nodes is None or _may_name_a_missing_api(nodes, lambda prefixes: _outermost_chains(nodes, prefixes))
 
