@@ -88,8 +88,8 @@ def _may_begin_a_value(literals: tuple[LiteralContext, ...], first: int) -> bool
         if literal is not literals[first] and not literal.glued:
             return False  # all pieces empty
         if literal.texts[0]:
-            return any(t.split(":")[0] in _NPU_VALUES or t in _NPU_HEADS or t.lower() in _HCCL_HEADS
-                       or t.lower() == "hccl" for t in literal.texts)
+            return any(t.split(":")[0] in _NPU_VALUES or t in _NPU_HEADS or t.lower() in _HCCL_WORDS
+                       for t in literal.texts)
     return False
 
 

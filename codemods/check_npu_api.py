@@ -31,13 +31,9 @@ def _is_npu_name(qualified: str) -> bool:
     return any(qualified == r or qualified.startswith(r + ".") for r in _ROOTS)
 
 
-def _missing(qualified: str) -> bool:
-    """What `_judge` reports: a torch.npu / torch_npu name the snapshot lacks."""
-    return judged_missing(qualified) is not None
-
-
 def judged_missing(qualified: Optional[str]) -> Optional[tuple[str, str]]:
-    """(module, name) where the rule reports `qualified` (a name its imports resolve to), else None."""
+    """(module, name) where the rule reports `qualified` (a name its imports resolve to: a torch.npu /
+    torch_npu name the snapshot lacks), else None."""
     if qualified is None or not _is_npu_name(qualified):
         return None
     missing = missing_npu_name(qualified)
@@ -77,7 +73,7 @@ def _may_name_a_missing_api(imports: Iterable[ast.stmt],
     for node in imports:
         if isinstance(node, ast.Import):
             for alias in node.names:
-                if _missing(alias.name):
+                if judged_missing(alias.name):
                     return True
                 local, target = (alias.asname, alias.name) if alias.asname else ((top := alias.name.split(".")[0]), top)
                 bound.setdefault(local, set()).add(target)
@@ -85,11 +81,11 @@ def _may_name_a_missing_api(imports: Iterable[ast.stmt],
             modules.append(node.module)
             if any(alias.name == "*" for alias in node.names):
                 continue
-            if _missing(node.module):
+            if judged_missing(node.module):
                 return True
             for alias in node.names:
                 bound.setdefault(alias.asname or alias.name, set()).add(f"{node.module}.{alias.name}")
-                if (node.module == "torch" or _is_npu_name(node.module)) and _missing(f"{node.module}.{alias.name}"):
+                if (node.module == "torch" or _is_npu_name(node.module)) and judged_missing(f"{node.module}.{alias.name}"):
                     return True
     # Only a chain from a name bound to an NPU module, or from `torch` then `npu`, leads to an NPU name.
     prefixes = frozenset(h if _is_npu_name(t) else f"{h}.npu" for h, targets in bound.items() for t in targets
@@ -100,7 +96,7 @@ def _may_name_a_missing_api(imports: Iterable[ast.stmt],
     for name in (*names, *modules):
         head, _, rest = name.partition(".")
         targets = bound.get(head)
-        if targets and any(_missing(f"{target}.{rest}" if rest else target) for target in targets):
+        if targets and any(judged_missing(f"{target}.{rest}" if rest else target) for target in targets):
             return True
     return False
 

@@ -30,6 +30,7 @@ NPU_SNIPPETS = [
     'DEVICES = [("npu"), "cpu", "npu"]', 'D = {"npu", "np\\x75"}', 'k = ("device " "npu")', 'e = f"npu:{i}"',
     'import ray', 'ray.util.collective.init_collective_group(1, 0, "HCCL")', 'backend = "hccl"',
     'x = torch.zeros(1, device="npu")', 'r = "npu:0".split(":")[0]',
+    "match (torch).npu.nope:\n    case _:\n        pass", "return(torch).npu.nope",
 ]
 NPU_SOURCES = [
     "\n".join(NPU_SNIPPETS[i:i + k]) + "\n" for k in (2, 3, 5) for i in range(0, len(NPU_SNIPPETS) - k + 1)

@@ -429,7 +429,9 @@ def _chain_pattern(prefixes: frozenset[str]) -> re.Pattern[bytes]:
 # chain of its own). Only a bare chain inside: `(x or a.b).c` keeps `a.b`.
 _PARENTHESISED_CHAIN = re.compile(
     rb"\(\s*([A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*)\s*\)(?=[\s)]*\.)")
-_KEYWORDS = frozenset(k.encode("ascii") for k in keyword.kwlist)
+# Soft keywords too: `match (a).b:` groups (a call of a function named `match` is then unwrapped: one
+# more chain, never one fewer).
+_KEYWORDS = frozenset(k.encode("ascii") for k in (*keyword.kwlist, *keyword.softkwlist))
 
 
 def _unwrap_grouping(m: re.Match[bytes]) -> bytes:
