@@ -16,15 +16,10 @@ from npu_port.codemods.check_npu_api import (
     missing_message,
     missing_op_message,
 )
-from npu_port.transpiler.analysis.ast_source import Decline
+from npu_port.transpiler.analysis.ast_source import Decline, Position, position
 from npu_port.transpiler.core.rules import AstContext
 
-_Position = tuple[int, int]  # ast's (line, byte column)
 _FROM = re.compile(r"from[ \t\f]+(?=\w)")
-
-
-def _at(node: ast.AST) -> _Position:
-    return node.lineno, node.col_offset  # type: ignore[attr-defined]
 
 
 class AstUnknownNpuApi:
@@ -33,10 +28,10 @@ class AstUnknownNpuApi:
     def __init__(self, ctx: AstContext):
         self.ctx = ctx
         self._inner: set[int] = set()
-        self._missing_ops: list[tuple[_Position, str]] = []
+        self._missing_ops: list[tuple[Position, str]] = []
         self._loads_op_library: Optional[str] = None
 
-    def _judge(self, at: _Position, qualified: Optional[str]) -> None:
+    def _judge(self, at: Position, qualified: Optional[str]) -> None:
         missing = judged_missing(qualified)
         if missing is None:
             return
@@ -61,7 +56,7 @@ class AstUnknownNpuApi:
         inner = id(node) in self._inner
         self._inner.add(id(node.value))
         if not inner:
-            self._judge(_at(node), self.ctx.resolve(node))
+            self._judge(position(node), self.ctx.resolve(node))
 
     def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
         module = node.module
@@ -71,9 +66,9 @@ class AstUnknownNpuApi:
             self._judge(self._module_at(node), module)
         elif module == "torch" or _is_npu_name(module):
             for alias in node.names:
-                self._judge(_at(alias), f"{module}.{alias.name}")
+                self._judge(position(alias), f"{module}.{alias.name}")
 
-    def _module_at(self, node: ast.ImportFrom) -> _Position:
+    def _module_at(self, node: ast.ImportFrom) -> Position:
         """Where LibCST's module node starts: after `from` and the blanks on its line."""
         source = self.ctx.source
         start = source.start(node)
@@ -86,4 +81,4 @@ class AstUnknownNpuApi:
 
     def visit_Import(self, node: ast.Import) -> None:
         for alias in node.names:
-            self._judge(_at(alias), alias.name)
+            self._judge(position(alias), alias.name)

@@ -24,14 +24,16 @@ from npu_port.codemods.unsupported_cuda_libs import (
     match_library,
     use_finding,
 )
-from npu_port.transpiler.analysis.ast_source import Decline, dotted, leftmost, scope_statements, single_string_token
+from npu_port.transpiler.analysis.ast_source import (
+    Decline,
+    Position,
+    dotted,
+    leftmost,
+    position,
+    scope_statements,
+    single_string_token,
+)
 from npu_port.transpiler.core.rules import AstContext
-
-_Position = tuple[int, int]  # ast's (line, byte column)
-
-
-def _at(node: ast.AST) -> _Position:
-    return node.lineno, node.col_offset  # type: ignore[attr-defined]
 
 
 class AstUnsupportedCudaLibraries:
@@ -51,11 +53,11 @@ class AstUnsupportedCudaLibraries:
         self._kernel_depth = 0
         self._decorator_depth = 0
         self._imports_triton = False
-        self._imports: list[tuple[_Position, LibraryRow, str, bool, str]] = []
-        self._uses: list[tuple[_Position, str, str, str, bool, str]] = []
+        self._imports: list[tuple[Position, LibraryRow, str, bool, str]] = []
+        self._uses: list[tuple[Position, str, str, str, bool, str]] = []
         self._ported: set[str] = set()
 
-    def _report(self, at: _Position, message: str, severity: Any = "warning", hint: str = "") -> None:
+    def _report(self, at: Position, message: str, severity: Any = "warning", hint: str = "") -> None:
         self.ctx.note_at(at[0], at[1], self.ID, message, severity=severity, hint=hint)
 
     def visit_Try(self, node: ast.Try) -> None:
@@ -113,7 +115,7 @@ class AstUnsupportedCudaLibraries:
     def _report_import(self, at: Optional[ast.alias], stmt: ast.stmt, row: LibraryRow, text: str) -> None:
         local = _local_of(at) if at is not None else ""
         optional = id(stmt) in self._guarded or self.ctx.guard_of(stmt) is not None
-        self._imports.append((_at(at if at is not None else stmt), row, text, optional, local))
+        self._imports.append((position(at if at is not None else stmt), row, text, optional, local))
 
     # -- uses ----------------------------------------------------------------------------------
     def _report_use(self, node: ast.expr, message: str, hint: str, severity: str = "warning") -> None:
@@ -121,7 +123,7 @@ class AstUnsupportedCudaLibraries:
         root = leftmost(target)
         local = root.id if root is not None else ""
         guarded = local in self._optional or self.ctx.guard_of(node) is not None
-        self._uses.append((_at(node), message, hint, local, guarded, severity))
+        self._uses.append((position(node), message, hint, local, guarded, severity))
 
     def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
         if any(self._triton_decorator(d) for d in node.decorator_list):
@@ -157,7 +159,7 @@ class AstUnsupportedCudaLibraries:
     def leave_decorator(self, expr: ast.expr) -> None:
         self._decorator_depth -= 1
 
-    def _at_sign(self, expr: ast.expr) -> _Position:
+    def _at_sign(self, expr: ast.expr) -> Position:
         """Where the Decorator LibCST reports starts: its `@`, before the expression and any parentheses."""
         text = self.source.text
         i = self.source.start(expr)
@@ -240,11 +242,11 @@ class AstUnsupportedCudaLibraries:
             module = first.value  # type: ignore[attr-defined]
             row = match_library(self.ctx.target, module) if isinstance(module, str) else None
             if row is not None:
-                self._report(_at(node), f"{row.what}: `{name}({module!r})` does not work on Ascend NPU", hint=row.hint)
+                self._report(position(node), f"{row.what}: `{name}({module!r})` does not work on Ascend NPU", hint=row.hint)
             return
         builds = cuda_builds(self.ctx.target)
         if name in builds.callables and self._builds_cuda(node, builds):
-            self._report(_at(node), f"{builds.what}: `{name}(...)` compiles CUDA code", hint=builds.hint)
+            self._report(position(node), f"{builds.what}: `{name}(...)` compiles CUDA code", hint=builds.hint)
 
     def _extension_call(self, node: ast.Call) -> Optional[str]:
         func = node.func

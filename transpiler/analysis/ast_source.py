@@ -179,6 +179,13 @@ def raw_value(token: str) -> str:
     return body[len(quote):-len(quote)]
 
 
+Position = tuple[int, int]  # ast's (line, byte column), where a twin reports (AstContext.note_at)
+
+
+def position(node: ast.AST) -> Position:
+    return node.lineno, node.col_offset  # type: ignore[attr-defined]
+
+
 def dotted(node: ast.AST) -> Optional[str]:
     """`a.b.c` for a Name/Attribute chain, else None (imports.dotted_name on the LibCST side)."""
     parts = []
