@@ -184,3 +184,36 @@ def test_no_cache_leaves_no_cache_folder_and_finds_the_same(fake_rules, tmp_path
     assert (tmp_path / ".npu-port-cache").is_dir()
     assert plain.exit_code == cached.exit_code == 1
     assert json.loads(plain.stdout)["findings"] == json.loads(cached.stdout)["findings"]
+
+
+def _edited(lines: list[str], rng) -> list[str]:
+    """`lines` with a few rewritten in place: to new text, to another line of the file, to a blank."""
+    out = list(lines)
+    for _ in range(rng.randint(1, 8)):
+        i = rng.randrange(len(out))
+        out[i] = rng.choice([out[i] + "  # npu", out[i].replace("cuda", "npu").replace("self", "me"),
+                             rng.choice(lines), "x = 1", "", out[i - 1]])
+    return out
+
+
+def test_line_opcodes_are_difflibs_on_in_place_rewrites():
+    """check's fix texts come from a line diff; lines rewritten in place are diffed without difflib's
+    matcher where its answer is certain. Both must agree, and the short path must be taken."""
+    import difflib
+    import random
+
+    from npu_port.transpiler.check import _line_opcodes
+
+    rng = random.Random(7)
+    sources = [p.read_text(encoding="utf-8").splitlines() for p in sorted(Path(__file__).parent.glob("test_*.py"))]
+    for lines in sources:
+        for _ in range(4):
+            after = _edited(lines, rng)
+            assert _line_opcodes(lines, after) == difflib.SequenceMatcher(None, lines, after, autojunk=False).get_opcodes()
+    # the diagonal case: the matcher is not asked at all
+    lines = sources[0]
+    after = [line.replace("import", "import  ") for line in lines]
+    real = difflib.SequenceMatcher(None, lines, after, autojunk=False).get_opcodes()
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(difflib, "SequenceMatcher", None)
+        assert _line_opcodes(lines, after) == real

@@ -53,7 +53,7 @@ def line_edits(before: str, after: str) -> dict[int, Edit]:
     """For each original line that convert rewrites or inserts after, the edit (from a line diff)."""
     a, b = before.splitlines(), after.splitlines()
     out: dict[int, Edit] = {}
-    for tag, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+    for tag, i1, i2, j1, j2 in _line_opcodes(a, b):
         text = "\n".join(b[j1:j2])
         if tag == "replace" and i2 - i1 == j2 - j1:
             # Line for line: each finding gets its own line's fix, not the whole hunk.
@@ -67,6 +67,33 @@ def line_edits(before: str, after: str) -> dict[int, Edit]:
         elif tag == "insert" and i1 > 0:
             out.setdefault(i1, Edit(i1 + 1, i1, text))  # after original line i1
     return out
+
+
+def _line_opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
+    """difflib's opcodes from `a` to `b`, found without its matcher where they are certain: lines rewritten
+    in place (as many lines after as before), none of the rewritten lines found anywhere in the other
+    text. Then no matching block can leave the diagonal (a block through a rewritten line would need that
+    line in the other text; one beside the diagonal implies a diagonal one that starts earlier, which
+    the matcher prefers), so its answer is each unchanged run equal and each rewritten run replaced. The
+    matcher costs far more on a long file (trl's 4,540-line test_grpo_trainer.py: 0.1 s)."""
+    if len(a) == len(b):
+        rewritten = [i for i, (x, y) in enumerate(zip(a, b)) if x != y]
+        if rewritten:
+            before, after = set(a), set(b)
+            if not any(a[i] in after or b[i] in before for i in rewritten):
+                out, start = [], 0
+                for i in rewritten:
+                    if out and out[-1][2] == i:  # the run of rewritten lines goes on
+                        out[-1] = ("replace", out[-1][1], i + 1, out[-1][3], i + 1)
+                    else:
+                        if i > start:
+                            out.append(("equal", start, i, start, i))
+                        out.append(("replace", i, i + 1, i, i + 1))
+                    start = i + 1
+                if start < len(a):
+                    out.append(("equal", start, len(a), start, len(a)))
+                return out
+    return difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
 
 
 _MAX_ADDED, _MAX_PAIRED, _MAX_LINE = 8, 40, 400
