@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import difflib
 import textwrap
+from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import Optional
@@ -69,7 +70,7 @@ def line_edits(before: str, after: str) -> dict[int, Edit]:
     return out
 
 
-def _line_opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, int]]:
+def _line_opcodes(a: list[str], b: list[str]) -> Sequence[tuple[str, int, int, int, int]]:
     """difflib's opcodes from `a` to `b`, found without its matcher where they are certain: lines rewritten
     in place (as many lines after as before), none of the rewritten lines found anywhere in the other
     text. Then no matching block can leave the diagonal (a block through a rewritten line would need that
@@ -81,7 +82,8 @@ def _line_opcodes(a: list[str], b: list[str]) -> list[tuple[str, int, int, int, 
         if rewritten:
             before, after = set(a), set(b)
             if not any(a[i] in after or b[i] in before for i in rewritten):
-                out, start = [], 0
+                out: list[tuple[str, int, int, int, int]] = []
+                start = 0
                 for i in rewritten:
                     if out and out[-1][2] == i:  # the run of rewritten lines goes on
                         out[-1] = ("replace", out[-1][1], i + 1, out[-1][3], i + 1)
