@@ -19,7 +19,7 @@ from npu_port.codemods.torch_npu_import import (
     _is_torch_npu,
     _needs_torch_npu_first,
 )
-from npu_port.transpiler.analysis.ast_source import COMPOUND, is_elif
+from npu_port.transpiler.analysis.ast_source import COMPOUND, Source, is_elif
 from npu_port.transpiler.core.rules import AstContext
 
 
@@ -37,15 +37,15 @@ class AstTorchNpuImport:
             return
         if _USES_NPU.search(ctx.text) and not _IMPORTS_TORCH_NPU.search(ctx.text):
             tree = ctx.source.tree
-            anchor = _anchor(self, tree.body) if tree is not None else None
+            anchor = _anchor(ctx.source, tree.body) if tree is not None else None
             line, col = (anchor.lineno, anchor.col_offset) if anchor is not None else (1, 0)
             ctx.note_at(line, col, self.ID, HAND_PORT_MESSAGE, severity="info")
 
 
-def _anchor(rule: AstTorchNpuImport, body: Sequence[ast.stmt]) -> Optional[ast.stmt]:
+def _anchor(source: Source, body: Sequence[ast.stmt]) -> Optional[ast.stmt]:
     """torch_npu_import._Scope(...).anchor: the first statement of the line the import goes next to."""
     anchor = None
-    for line in _lines(rule, body):
+    for line in _lines(source, body):
         names = [name for stmt in line for name in _imported_modules(stmt)]
         if any(_needs_torch_npu_first(m) for m, _ in names) or any(plain for _, plain in names):
             return line[0]
@@ -54,11 +54,10 @@ def _anchor(rule: AstTorchNpuImport, body: Sequence[ast.stmt]) -> Optional[ast.s
     return anchor
 
 
-def _lines(rule: AstTorchNpuImport, body: Sequence[ast.stmt]) -> Iterator[list[ast.stmt]]:
+def _lines(source: Source, body: Sequence[ast.stmt]) -> Iterator[list[ast.stmt]]:
     """The simple-statement lines torch_npu_import._flatten meets (a line of `a; b` is one LibCST
     statement and two `ast` ones), in its order: into a compound statement's indented blocks (_blocks),
     not into defs or classes."""
-    source = rule.ctx.source
     line: list[ast.stmt] = []
     for stmt in body:
         if line and not source.starts_line(stmt):
@@ -68,19 +67,17 @@ def _lines(rule: AstTorchNpuImport, body: Sequence[ast.stmt]) -> Iterator[list[a
             yield line
             line = []
         if isinstance(stmt, COMPOUND):
-            for block in _blocks(rule, stmt):
-                yield from _lines(rule, block)
+            for block in _blocks(source, stmt):
+                yield from _lines(source, block)
         elif not isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
             line = [stmt]
     if line:
         yield line
 
 
-def _blocks(rule: AstTorchNpuImport, stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
+def _blocks(source: Source, stmt: ast.stmt) -> Iterator[list[ast.stmt]]:
     """torch_npu_import._blocks: the indented body, `else:` (not an elif), `finally:`, then each handler
     (a match statement's cases: none)."""
-    source = rule.ctx.source
-
     blocks: list[list[ast.stmt]] = [getattr(stmt, field, None) or [] for field in ("body", "orelse", "finalbody")]
     if isinstance(stmt, ast.If) and len(blocks[1]) == 1 and is_elif(source, blocks[1][0]):
         blocks[1] = []  # an elif is no `else:` block
