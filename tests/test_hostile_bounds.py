@@ -113,3 +113,31 @@ def test_deep_yaml_is_refused_before_ruamel_composes_it(no_yaml_load):
     data = b"device: cuda\nx: " + b"[" * 1200 + b"]" * 1200 + b"\n"
     outcome = convert(data, "deep.yaml", "yaml").outcome
     assert outcome.status == "failed" and "nested too deeply" in outcome.error
+
+
+def test_the_lexer_reads_a_line_of_from_words_once():
+    """What lies between `from` and `import` is read as a dotted name, so a word not followed by `import`
+    ends the attempt at once. (Read as "anything up to an import", each of the 40,000 words below scanned
+    the rest of the line: hours of the prefilter for 200 KB, before any per-file bound applied.)"""
+    from npu_port.transpiler.analysis.source_facts import scan
+
+    facts = scan(b"import os\nx = 1\n" + b"from " * 40_000 + b"\nfrom a . b import (c,\n d)\n")
+    assert facts.imported_roots == {"os", "a"}
+    assert [type(s).__name__ for s in facts.code_imports or ()] == ["Import", "ImportFrom"]
+
+
+def test_grouping_parentheses_are_unwrapped_to_a_bounded_depth():
+    from npu_port.transpiler.analysis.source_facts import scan
+
+    shallow = scan(b"import torch\nx = " + b"(" * 3 + b"torch" + b")" * 3 + b".npu.nope()\n")
+    assert shallow.dotted_chains(frozenset({"torch.npu"})) == ("torch.npu.nope",)
+    deep = scan(b"import torch\nx = " + b"(" * 5000 + b"torch" + b")" * 5000 + b".npu.nope()\n")
+    assert deep.dotted_chains(frozenset({"torch.npu"})) is None  # past the bound: the scout asks the ast
+
+
+def test_an_unclosed_import_list_is_read_to_its_line_end():
+    from npu_port.transpiler.analysis.source_facts import scan
+
+    facts = scan(b"from torch_npu import (a,\n" * 2000)
+    assert facts.imported_roots == {"torch_npu"}
+    assert facts.code_imports is None  # the statements cut at their line ends parse as nothing

@@ -180,12 +180,14 @@ class SourceFacts:
     def _unwrapped_code(self) -> Optional[bytes]:
         """`_ascii_code` with each chain in grouping parentheses that an attribute follows unwrapped."""
         code = self._ascii_code
-        while code is not None and b"(" in code:  # `((a)).b`: the inner parentheses first
+        for _ in range(_MAX_GROUPING_DEPTH):  # `((a)).b`: the inner parentheses first, a level a pass
+            if code is None or b"(" not in code:
+                return code
             unwrapped = _PARENTHESISED_CHAIN.sub(_unwrap_grouping, code)
             if unwrapped == code:
-                break
+                return code
             code = unwrapped
-        return code
+        return None  # deeper than code is written: a bound, not a pass for each level of a hostile file
 
     @cached_property
     def _ascii_code(self) -> Optional[bytes]:
@@ -377,7 +379,7 @@ def _imported_roots(code: bytes) -> frozenset[str]:
     for m in _import_statements(code):
         if m.re is _PLAIN_IMPORT:
             roots.update(_LEADING_NAME.findall(m.group("names")))
-        elif m.group("module") and not m.group("dots"):
+        elif m.group("module") and b"." not in m.group("dots"):
             roots.add(m.group("module"))
     return frozenset(r.decode("ascii") for r in roots)
 
@@ -401,12 +403,19 @@ def _import_statements(code: bytes) -> list[re.Match[bytes]]:
 
 _CONTINUATION = re.compile(rb"\\\r?\n")
 
+# The longest parenthesised name list a from-import is read with (six real trees: 1,309 characters at
+# most); a longer one is read to the end of its line, and the statement cut there parses as nothing (the
+# scouts then ask the ast). It bounds what an unclosed `(` costs: a file of them, a scan of this each.
+_MAX_IMPORT_LIST = 4096
 # `from x import ...` (one line once continuations are joined: `raise A from B` followed by `import x`
 # must not read as one statement; what it imports are names, not modules) or `import a, b.c as d`
-# (_import_statements reads them together).
+# (_import_statements reads them together). Each pattern is linear in the text: what lies between `from`
+# and `import` is a dotted name, which a word that is not followed by `import` ends at once (a lazy
+# "anything up to import" made a long line of `from` words cost its square: 11 s for 20 KB).
 _FROM_IMPORT = re.compile(rb"""
-    from(?<![A-Za-z0-9_]from)[ \t]*(?P<dots>\.*)[ \t]*(?P<module>[A-Za-z_][A-Za-z0-9_]*)?[A-Za-z0-9_. \t]*?
-        (?<![A-Za-z0-9_])import[ \t]*(?:\([^)]*\)|[^;\r\n]*)""", re.X)
+    from(?<![A-Za-z0-9_]from)(?P<dots>[ \t.]*)
+        (?:(?P<module>[A-Za-z_][A-Za-z0-9_]*)(?:[ \t]*\.[ \t]*[A-Za-z_][A-Za-z0-9_]*)*[ \t]*)?
+        (?<![A-Za-z0-9_])import[ \t]*(?:\([^)]{0,%d}\)|[^;\r\n]*)""" % _MAX_IMPORT_LIST, re.X)
 _PLAIN_IMPORT = re.compile(rb"import(?<![A-Za-z0-9_]import)\s+(?P<names>[^;\r\n]*)")
 _LEADING_NAME = re.compile(rb"(?:^|,)[\s(]*([A-Za-z_][A-Za-z0-9_]*)")
 
@@ -431,6 +440,7 @@ _PARENTHESISED_CHAIN = re.compile(
     rb"\(\s*([A-Za-z_][A-Za-z0-9_]*(?:\s*\.\s*[A-Za-z_][A-Za-z0-9_]*)*)\s*\)(?=[\s)]*\.)")
 # Soft keywords too: `match (a).b:` groups (a call of a function named `match` is then unwrapped: one
 # more chain, never one fewer).
+_MAX_GROUPING_DEPTH = 16
 _KEYWORDS = frozenset(k.encode("ascii") for k in (*keyword.kwlist, *keyword.softkwlist))
 
 
