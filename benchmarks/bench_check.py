@@ -14,8 +14,8 @@ CPU seconds of the process and all it starts (bench_startup's subreaper), best o
 median with `--median`). As in bench_startup, npu-port's bytecode is cached (PYTHONPYCACHEPREFIX in the
 scratch folder, filled by one unmeasured run of each command first), as an installed wheel's is: an
 environment with PYTHONDONTWRITEBYTECODE would otherwise charge every run for compiling the modules it
-imports, and check imports more of them than convert. `--tree CHECKOUT` (repeatable) measures that npu-port checkout instead of the
-installed one: with two or more, each command runs for every checkout in turn, round by round, so a
+imports, and check imports more of them than convert. `--tree CHECKOUT` (repeatable) measures that
+npu-port checkout instead of the installed one: with two or more, each command runs for every checkout in turn, round by round, so a
 change of load hits all of them alike; one row per tree and checkout. `--no-cache-only` leaves out the
 two cached columns (check cold and warm), which like-for-like comparisons do not need.
 """

@@ -102,7 +102,7 @@ class Release:
         first = self._missing(dotted, configs, invented_ok)
         answer = None
         if first is not None:
-            config, prefix, parent, siblings = first
+            config, (prefix, parent, siblings) = first
             close = difflib.get_close_matches(prefix.rsplit(".", 1)[-1], sorted(siblings), n=3, cutoff=0.6)
             elsewhere = tuple(r.version for r in releases() if r.version != self.version
                               and r._missing(dotted, configs, invented_ok) is None)
@@ -113,14 +113,16 @@ class Release:
         return answer
 
     def _missing(self, dotted: str, configs: list[str],
-                 invented_ok: bool) -> Optional[tuple[str, str, str, frozenset[str]]]:
-        """(config, prefix, parent, the parent's children) of the first of `configs` when none has the
-        key (see _unknown_in), else None."""
-        results = [(c, self._unknown_in(dotted, c, invented_ok)) for c in configs if c in self.configs]
-        if not results or any(r is None for _, r in results):
-            return None
-        config, found = results[0]
-        return (config, *found)  # type: ignore[misc]
+                 invented_ok: bool) -> Optional[tuple[str, tuple[str, str, frozenset[str]]]]:
+        """(the first of `configs`, what _unknown_in says of it) when none has the key, else None."""
+        first = None
+        for config in configs:
+            if config in self.configs:
+                found = self._unknown_in(dotted, config, invented_ok)
+                if found is None:
+                    return None  # this config has it
+                first = first or (config, found)
+        return first
 
     def dataclass_of(self, section: str, configs: list[str]) -> Optional[tuple[str, frozenset[str]]]:
         """(class, its fields) when VERL builds `section` into a dataclass (its `_target_` in any of
