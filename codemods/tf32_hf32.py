@@ -8,7 +8,7 @@ from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.analysis.imports import dotted_expr, dotted_name
+from npu_port.transpiler.analysis.imports import ImportTable, dotted_expr, dotted_name
 from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables.mapping import load_table
 
@@ -88,6 +88,8 @@ class TF32ToHF32(PythonRule):
     ID = "tf32-hf32"
     SAFETY = "safe"
     TRIGGERS = ("backends",)
+    # For files it leaves unchanged (declines where it would rename): codemods/_tf32_hf32_ast.py
+    AST_TWIN = "npu_port.codemods._tf32_hf32_ast:AstTF32ToHF32"
 
     @classmethod
     def scout(cls, facts, options) -> bool:
@@ -137,7 +139,7 @@ class TF32ToHF32(PythonRule):
         return updated
 
     def _rename(self, original: cst.Attribute, updated: cst.Attribute, name: str, row: BackendRow):
-        head = self._torch_name(original)
+        head = self.torch_name(self.ctx.imports, dotted_name(original) or "")
         if head is None:
             self.report(original, f"`{name}` has an NPU equivalent, but `torch` is not imported here",
                         hint=f"import torch and use {row.npu}", fix=row.npu)
@@ -146,12 +148,14 @@ class TF32ToHF32(PythonRule):
         new = dotted_expr(new_text, like=updated)
         return self.rewrite(original, updated, new, f"{name} -> {row.npu}")
 
-    def _torch_name(self, node: cst.Attribute) -> Optional[str]:
-        """The local name that means `torch` here: the chain's own head when it is one, else `torch`."""
-        head = (dotted_name(node) or "").split(".", 1)[0]
-        if self.ctx.imports.lookup(head) == "torch":
+    @staticmethod
+    def torch_name(imports: ImportTable, dotted: str) -> Optional[str]:
+        """The local name that means `torch` where the chain `dotted` is: its own head when it is one,
+        else the name an import binds to torch."""
+        head = dotted.split(".", 1)[0]
+        if imports.lookup(head) == "torch":
             return head
-        found = self.ctx.imports.local_for("torch")
+        found = imports.local_for("torch")
         return found[0] if found else None
 
     def leave_Assign(self, original: cst.Assign, updated: cst.Assign):

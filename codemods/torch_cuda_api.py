@@ -8,8 +8,8 @@ from typing import Optional, Union
 import libcst as cst
 
 from npu_port.codemods._device_agnostic import DeviceAgnostic, attributes, parenthesized
-from npu_port.codemods._torch_cuda_table import CUDA_ROOT, Row, canonical, is_cuda_name, table_for
-from npu_port.transpiler.analysis.imports import dotted_expr, dotted_name, leftmost_name
+from npu_port.codemods._torch_cuda_table import CUDA_ROOT, Row, TorchCudaTable, canonical, is_cuda_name, table_for
+from npu_port.transpiler.analysis.imports import ImportTable, dotted_expr, dotted_name, leftmost_name
 from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
 
 
@@ -54,6 +54,8 @@ class TorchCudaApi(PythonRule):
     SAFETY = "safe"
     TRIGGERS = ()
     TRIGGER_PATTERNS = (CUDA_WORD,)
+    # For files it leaves unchanged (declines where it would change one): codemods/_torch_cuda_api_ast.py
+    AST_TWIN = "npu_port.codemods._torch_cuda_api_ast:AstTorchCudaApi"
 
     @classmethod
     def scout(cls, facts, options) -> bool:
@@ -85,9 +87,14 @@ class TorchCudaApi(PythonRule):
         self._rendered: dict[int, Optional[str]] = {}  # id(node) -> the staying name its code holds, or None
         self._clean_blocks: set[int] = set()  # ids of `if` bodies that hold none
         self._clean_depth = 0  # how many of those the walk is inside
-        self._staying = [r.cuda for r in self.table.rows.values()
-                         if r.status in ("unsupported", "differs")
-                         and (r.cuda in ctx.text or f".{r.cuda.rsplit('.', 1)[-1]}(" in ctx.text)]
+        self._staying = self.staying_names(self.table, ctx.text)
+
+    @staticmethod
+    def staying_names(table, text: str) -> list[str]:
+        """The torch.cuda names that stay as they are which `text` may hold (by name or by a call of its
+        last part)."""
+        return [r.cuda for r in table.rows.values() if r.status in ("unsupported", "differs")
+                and (r.cuda in text or f".{r.cuda.rsplit('.', 1)[-1]}(" in text)]
 
     # -- uses -------------------------------------------------------------------------------
     def visit_Attribute(self, node: cst.Attribute) -> None:
@@ -225,19 +232,25 @@ class TorchCudaApi(PythonRule):
         if isinstance(node, cst.Name):
             self._inner.add(id(node))
 
+    @staticmethod
+    def left_unchanged(row: Optional[Row], qualified: str) -> Optional[tuple[str, str]]:
+        """(message, hint) of the warning for a torch.cuda name its row leaves as it is, else None."""
+        if row is None:
+            return (f"`{qualified}` is not in the torch.cuda -> torch.npu table; left unchanged",
+                    "check torch_npu's API for an equivalent")
+        if row.status == "unsupported" or not row.npu:
+            return f"`{row.cuda}` has no torch_npu equivalent; left unchanged", row.hint
+        if row.status == "differs":
+            return f"`{row.npu}` exists but does not answer as `{row.cuda}` does; left unchanged", row.hint
+        return None
+
     def _plan(self, node: Union[cst.Attribute, cst.Name], qualified: str) -> None:
         row, rest = self.table.lookup(qualified)
-        if row is None:
-            self.report(node, f"`{qualified}` is not in the torch.cuda -> torch.npu table; left unchanged",
-                        hint="check torch_npu's API for an equivalent")
+        left = self.left_unchanged(row, qualified)
+        if left is not None:
+            self.report(node, left[0], hint=left[1])
             return
-        if row.status == "unsupported" or not row.npu:
-            self.report(node, f"`{row.cuda}` has no torch_npu equivalent; left unchanged", hint=row.hint)
-            return
-        if row.status == "differs":
-            self.report(node, f"`{row.npu}` exists but does not answer as `{row.cuda}` does; left unchanged",
-                        hint=row.hint)
-            return
+        assert row is not None and row.npu is not None
         if self.ctx.options.keep_cuda:
             self._agnostic_plans[id(node)] = (row, rest)
             return
@@ -245,24 +258,26 @@ class TorchCudaApi(PythonRule):
         base = leftmost_name(node)
         assert base is not None
         new_local, new_target = self.table.rebind(base.value, self.ctx.imports.binding(base.value))
-        dotted = self._spell(new_q, new_local, new_target)
+        dotted = self.spell(self.table, self.ctx.imports, new_q, new_local, new_target)
         if dotted is None:
             self.report(node, f"`{qualified}` maps to `{new_q}`, which this file cannot name; left unchanged",
                         hint=f"import torch and use {new_q}")
         elif dotted != dotted_name(node):
             self._plans[id(node)] = dotted
 
-    def _spell(self, new_q: str, local: str, target: Optional[str]) -> Optional[str]:
+    @staticmethod
+    def spell(table: TorchCudaTable, imports: ImportTable, new_q: str, local: str,
+              target: Optional[str]) -> Optional[str]:
         """Write the NPU name with the base the file already has, or another import-bound name."""
         if target is not None:
             t = canonical(target)
             if new_q == t or new_q.startswith(t + "."):
                 return local + new_q[len(t):]
-        found = self.ctx.imports.local_for(new_q)
+        found = imports.local_for(new_q)
         if found is not None:
             other, other_target = found
-            binding = self.ctx.imports.binding(other)
-            if self.table.rebind(other, binding) == (other, other_target):
+            binding = imports.binding(other)
+            if table.rebind(other, binding) == (other, other_target):
                 return other + new_q[len(other_target):]
         return None
 
@@ -398,18 +413,15 @@ class TorchCudaApi(PythonRule):
         moved = False
         for alias in aliases:
             name = dotted_name(alias.name)
-            new = self.table.translate(f"{module}.{name}")
-            parent, _, new_name = new.rpartition(".") if new else ("", "", "")
-            path = self.table.import_path(parent) if new else None
-            if path is None:
-                row = self.table.lookup(f"{module}.{name}")[0]
-                hint = row.hint if row and row.hint else ""
-                if new:
-                    hint = f"use {new} through `import torch`"
-                self.report(original, f"`{module}.{name}` cannot be imported from torch_npu; left unchanged",
-                            hint=hint)
+            left = self.import_left(self.table, module, name)
+            if left is not None:
+                self.report(original, left[0], hint=left[1])
                 groups.setdefault(module, []).append(alias)
                 continue
+            new = self.table.translate(f"{module}.{name}")
+            assert new is not None
+            path, _, new_name = new.rpartition(".")
+            path = self.table.import_path(path)  # type: ignore[assignment]
             moved = True
             if new_name != name and alias.asname is None:
                 alias = alias.with_changes(name=cst.Name(new_name),
@@ -418,6 +430,17 @@ class TorchCudaApi(PythonRule):
                 alias = alias.with_changes(name=cst.Name(new_name))
             groups.setdefault(path, []).append(alias)
         return groups if moved else None
+
+    @staticmethod
+    def import_left(table: TorchCudaTable, module: str, name: Optional[str]) -> Optional[tuple[str, str]]:
+        """(message, hint) of the warning for `from module import name` (module under torch.cuda) where the
+        name stays imported from CUDA, else None (it moves to a torch_npu module)."""
+        new = table.translate(f"{module}.{name}")
+        if new and table.import_path(new.rpartition(".")[0]) is not None:
+            return None
+        row = table.lookup(f"{module}.{name}")[0]
+        hint = f"use {new} through `import torch`" if new else row.hint if row and row.hint else ""
+        return f"`{module}.{name}` cannot be imported from torch_npu; left unchanged", hint
 
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
         if len(original.body) != 1 or id(original.body[0]) not in self._import_lines:

@@ -19,29 +19,37 @@ OPTIONS = RunOptions()
 TWINNED = [r for r in all_rules().values() if r.LANGUAGE == "python" and r.AST_TWIN]
 
 
-def libcst_findings(data: bytes, path: str, rule):
+def libcst_run(data: bytes, path: str, rule, options: RunOptions = OPTIONS):
+    """(findings, whether the rule changed the file) of the LibCST pass."""
     module = python_source.parse(data, path)
-    ctx = PythonContext(path, data.decode(module.encoding, errors="replace"), module, OPTIONS)
+    ctx = PythonContext(path, data.decode(module.encoding, errors="replace"), module, options)
     instance = rule(ctx)
     updated = transform(module, python_source._Dispatcher([instance], ctx))
     instance.finalize(module, updated)
     ctx.resolve_pending()
-    return ctx.findings
+    return ctx.findings, ctx.changed
 
 
-def compare(data: bytes, rule, path: str = "x.py"):
-    """The ast pass's findings (None: declined), having checked them against LibCST's."""
-    found = ast_pass.report(data, path, [rule], OPTIONS)
+def libcst_findings(data: bytes, path: str, rule):
+    return libcst_run(data, path, rule)[0]
+
+
+def compare(data: bytes, rule, path: str = "x.py", options: RunOptions = OPTIONS):
+    """The ast pass's findings (None: declined), having checked them against LibCST's, and that the
+    LibCST pass changes nothing where the ast pass answers (a twin of a rule that rewrites declines where
+    it would change the file)."""
+    found = ast_pass.report(data, path, [rule], options)
     if found is not None:
-        assert found == libcst_findings(data, path, rule)
+        assert (found, False) == libcst_run(data, path, rule, options)
     return found
 
 
-def test_some_rule_has_a_twin_and_only_rules_that_change_nothing_on_their_own_do():
-    """The pass runs where every rule a file needs has a twin: none of them may change the file, so a twin
-    is for a report-only rule or one that only follows other rules' changes (with no change to follow)."""
+def test_some_rule_has_a_twin_and_twins_of_rules_that_change_code_are_held_to_declining():
+    """The pass runs where every rule a file needs has a twin and answers only where none changes the
+    file: `compare` holds every twin to it (a rule that rewrites, one that only follows other rules'
+    changes, or a report-only one)."""
     assert TWINNED
-    assert all(r.SAFETY == "report-only" or r.FOLLOWS_CHANGES for r in TWINNED)
+    assert any(r.SAFETY != "report-only" and not r.FOLLOWS_CHANGES for r in TWINNED)
 
 
 FIXTURES = sorted(p for p in (ROOT / "fixtures").rglob("*.py"))
@@ -116,6 +124,25 @@ ODD = {
     "npu_import_scopes": "# header\nclass C:\n    import torch\ndef f():\n    import torch\n    return torch.npu.x()\n"
                          "match v:\n    case 1:\n        import torch\n",
     "npu_import_native": "import torch\nfrom vllm_ascend.utils import x\ntorch.npu.synchronize()\n",
+    # torch-cuda-api's shapes in files it leaves as they are (and two it changes, where its twin declines).
+    "cuda_api_patched": "import torch, torch_npu\ntorch.cuda.Event = torch.npu.Event\n"
+                        "setattr(torch.cuda, 'Stream', torch.npu.Stream)\ntorch.cuda.set_device = lambda d: None\n",
+    "cuda_api_staying": "import torch\nprint(torch.cuda.get_arch_list())\nx = torch.cuda.jiterator._create_jit_fn('c')\n"
+                        "def f():\n    if not torch.cuda.is_available():  # guard\n        return None\n"
+                        "    return torch.cuda.nvtx.range('r')\nif torch.cuda.is_available(): y = torch.cuda.get_arch_list()\n",
+    "cuda_api_branches": "import torch\ndef sync(device):\n    if device == 'npu':\n        torch.npu.synchronize()\n"
+                         "    elif device == 'cuda':\n        torch.cuda.synchronize()\n"
+                         "is_cuda = torch.cuda.is_available()  # a probe beside the NPU\n",
+    "cuda_api_imports": "import torch.cuda.jiterator as jit\nfrom torch.cuda import get_arch_list, jiterator\n"
+                        "from torch.cuda.nvtx import *\nfrom . import cuda\n",
+    "cuda_api_fstring": "import torch\nprint(f'{torch.cuda.get_arch_list()}')\n",
+    "cuda_api_renamed": "import torch\nif ok:\n    torch.cuda.get_arch_list()\ntorch.cuda.synchronize()\n",
+    "cuda_api_from_torch": "from torch import cuda\ncuda.get_arch_list()\n",
+    # tf32-hf32's: settings that stay, a rename the file cannot spell, renames left in device dispatch.
+    "tf32_settings": "import torch\ntorch.backends.cudnn.benchmark = True\nx = torch.backends.cuda.fp32_precision\n"
+                     "if device == 'npu':\n    pass\nelse:\n    torch.backends.cuda.matmul.allow_tf32 = 1\n",
+    "tf32_no_torch": "from torch.backends import cudnn\ncudnn.allow_tf32 = (0)\n",
+    "tf32_renamed": "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\n",
 }
 
 
@@ -145,6 +172,23 @@ def test_the_npu_import_odd_texts_are_answered():
     found = {n: compare(ODD[n].encode("utf-8"), rule) for n in texts}
     assert [(f.line, f.col) for f in found["npu_import_lines"]] == [(1, 1)]  # the line, not its `import torch`
     assert not found["npu_import_native"] and all(found[n] for n in texts if n != "npu_import_native")
+
+
+def test_the_cuda_api_odd_texts_are_answered_where_nothing_changes():
+    rule = next(r for r in TWINNED if r.ID == "torch-cuda-api")
+    found = {n: compare(ODD[n].encode("utf-8"), rule) for n in ODD if n.startswith("cuda_api_")}
+    declined = sorted(n for n, f in found.items() if f is None)
+    assert declined == ["cuda_api_from_torch", "cuda_api_fstring", "cuda_api_renamed"]  # two changes, an f-string
+    assert all(found[n] for n in found if n not in declined)  # each with the LibCST rule's findings
+    with pytest.raises(AssertionError):  # and --keep-cuda's forms are the LibCST rule's alone
+        assert compare(ODD["cuda_api_staying"].encode("utf-8"), rule, options=RunOptions(keep_cuda=True))
+
+
+def test_the_tf32_odd_texts_are_answered_where_nothing_changes():
+    rule = next(r for r in TWINNED if r.ID == "tf32-hf32")
+    found = {n: compare(ODD[n].encode("utf-8"), rule) for n in ODD if n.startswith("tf32_")}
+    assert found["tf32_renamed"] is None
+    assert len(found["tf32_settings"]) == 4 and len(found["tf32_no_torch"]) == 2
 
 
 def test_declines_what_it_cannot_read_exactly():

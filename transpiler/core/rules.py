@@ -56,6 +56,8 @@ GROUPS: tuple[Group, ...] = get_args(Group)
 CUDA_WORD = r"cuda(?<![A-Za-z0-9_]cuda)(?![A-Za-z0-9_])"
 
 _TORCH_NPU = re.compile(r"\btorch_npu\b")
+PATCHED_REASON = ("left as is: this name is assigned or patched here (a shim that points torch.cuda at "
+                  "NPU objects on purpose)")
 _IGNORE_RE = re.compile(r"(?:#|//)\s*npu-port:\s*ignore(?:\[([A-Za-z0-9_,\s-]+)\])?")  # // in CUDA C++
 
 
@@ -239,8 +241,7 @@ class PythonContext(FileContext):
         if self.is_silenced(node, rule):
             return True
         if self.is_patched(node):
-            self.note(node, rule, "left as is: this name is assigned or patched here (a shim that points "
-                                  "torch.cuda at NPU objects on purpose)", severity="info")
+            self.note(node, rule, PATCHED_REASON, severity="info")
             return True
         whole = npu_framework_guard(self.dispatch.npu_framework) if self.dispatch.npu_framework else \
             nvidia_stack_guard(self.dispatch.nvidia_stack) if self.dispatch.nvidia_stack else None
@@ -350,6 +351,7 @@ class AstContext(FileContext):
         self.imports = AstImports(source)
         self.dispatch: Optional[AstDispatch] = None
         self.patched: set[int] = set()
+        self._stack_noted = False
 
     def resolve(self, node: ast.AST) -> Optional[str]:
         return self.imports.resolve(node)
@@ -365,6 +367,27 @@ class AstContext(FileContext):
         return id(node) in self.patched
 
     def note_at(self, line: int, byte_col: int, rule: str, message: str, *, severity: Severity = "warning",
-                hint: str = "") -> None:
+                hint: str = "", fix: str = "") -> None:
         self.findings.append(Finding(self.path, line, self.source.column(line, byte_col) + 1, rule, severity,
-                                     message, "finding", hint, ""))
+                                     message, "finding", hint, fix))
+
+    def left_as_is(self, node: ast.AST, rule: str) -> bool:
+        """PythonContext.left_as_is for a twin whose rule would change `node` (no ignore comment here: the
+        pass declines those files): True, having noted why, where no rule may change it."""
+        at = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
+        if self.is_patched(node):
+            self.note_at(*at, rule, PATCHED_REASON, severity="info")
+            return True
+        shapes = self.dispatch.shapes if self.dispatch is not None else None
+        whole = None if shapes is None else npu_framework_guard(shapes.npu_framework) if shapes.npu_framework \
+            else nvidia_stack_guard(shapes.nvidia_stack) if shapes.nvidia_stack else None
+        if whole is not None:
+            if not self._stack_noted:
+                self._stack_noted = True
+                self.note_at(*at, rule, f"left as is: {whole.reason}", severity=whole.severity)
+            return True
+        guard = self.guard_of(node)
+        if guard is not None:
+            self.note_at(*at, rule, f"left as is: {guard.reason}", severity=guard.severity)
+            return True
+        return False
