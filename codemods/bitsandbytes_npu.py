@@ -64,6 +64,8 @@ class BitsAndBytesNpu(PythonRule):
     ID = "bitsandbytes-npu"
     SAFETY = "review"
     TRIGGERS = ("BitsAndBytesConfig",)
+    # For files it leaves unchanged (declines where it would turn double quantisation off):
+    AST_TWIN = "npu_port.codemods._bitsandbytes_npu_ast:AstBitsAndBytesNpu"
 
     @classmethod
     def scout(cls, facts, options) -> bool:
@@ -81,30 +83,52 @@ class BitsAndBytesNpu(PythonRule):
         hint = table(self.ctx.target)["backend_hint"]
         eight = keyword(original, rows["load_in_8bit"]["keyword"])
         if eight is not None and _bool(eight.value) is True:
-            self.report(eight, "BitsAndBytesConfig(load_in_8bit=True): bitsandbytes' Ascend backend has no "
-                        "LLM.int8 kernels", hint="load_in_4bit=True with bnb_4bit_quant_type=\"nf4\" and "
-                        f"bnb_4bit_use_double_quant=False, or load the model unquantised; {hint}")
+            self.report(eight, self.EIGHT_BIT, hint=self.eight_bit_hint(hint))
         four = keyword(original, "load_in_4bit")
         if four is not None and _bool(four.value) is not False:
             self._quant_type(original, rows["quant_type"], hint)
         return self._double_quant(original, updated, rows["double_quant"], hint)
 
+    EIGHT_BIT = "BitsAndBytesConfig(load_in_8bit=True): bitsandbytes' Ascend backend has no LLM.int8 kernels"
+
+    @staticmethod
+    def eight_bit_hint(hint: str) -> str:
+        return ("load_in_4bit=True with bnb_4bit_quant_type=\"nf4\" and bnb_4bit_use_double_quant=False, or "
+                f"load the model unquantised; {hint}")
+
     def _quant_type(self, call: cst.Call, row: dict[str, Any], hint: str) -> None:
         arg = keyword(call, row["keyword"])
+        value = string_value(arg.value) if arg is not None else None
+        found = self.quant_type_report(row, hint, arg is not None, value, has_star_args(call))
+        if found is not None:
+            message, severity, report_hint = found
+            self.report(arg if arg is not None else call, message, severity=severity, hint=report_hint)
+
+    @staticmethod
+    def quant_type_report(row: dict[str, Any], hint: str, given: bool, value: Optional[str],
+                          star_args: bool) -> Optional[tuple[str, Any, str]]:
+        """(message, severity, hint) of the report on a 4-bit config's quantisation type (`given` in the
+        call, as the literal `value` or an expression: None), or None where there is none."""
         supported = " or ".join(f'"{v}"' for v in row["supported"])
         setting = f'{row["keyword"]}={supported}'
-        if arg is None:
-            if not has_star_args(call):
-                self.report(call, f'BitsAndBytesConfig without {row["keyword"]} quantises to "{row["default"]}", '
-                            "which bitsandbytes' Ascend backend lacks", hint=f"add {setting}; {hint}")
-            return
-        value = string_value(arg.value)
+        if not given:
+            if star_args:
+                return None
+            return (f'BitsAndBytesConfig without {row["keyword"]} quantises to "{row["default"]}", which '
+                    "bitsandbytes' Ascend backend lacks", "warning", f"add {setting}; {hint}")
         if value is None:
-            self.report(arg, f"BitsAndBytesConfig({row['keyword']}=...): bitsandbytes' Ascend backend takes "
-                        f"{supported} only", severity="info", hint=f"{setting} on the NPU; {hint}")
-        elif value not in row["supported"]:
-            self.report(arg, f'BitsAndBytesConfig({row["keyword"]}="{value}"): bitsandbytes\' Ascend backend '
-                        f"takes {supported} only", hint=f"{setting}; {hint}")
+            return (f"BitsAndBytesConfig({row['keyword']}=...): bitsandbytes' Ascend backend takes {supported} "
+                    "only", "info", f"{setting} on the NPU; {hint}")
+        if value not in row["supported"]:
+            return (f'BitsAndBytesConfig({row["keyword"]}="{value}"): bitsandbytes\' Ascend backend takes '
+                    f"{supported} only", "warning", f"{setting}; {hint}")
+        return None
+
+    @staticmethod
+    def double_quant_info(name: str, row: dict[str, Any], hint: str) -> tuple[str, str]:
+        """(message, hint) of the info on a double-quantisation setting given as an expression."""
+        return (f"BitsAndBytesConfig({name}=...): bitsandbytes' Ascend backend has no double quantisation",
+                f"{name}={row['npu_value']} on the NPU; {hint}")
 
     def _double_quant(self, original: cst.Call, updated: cst.Call, row: dict[str, Any],
                       hint: str) -> cst.BaseExpression:
@@ -116,8 +140,8 @@ class BitsAndBytesNpu(PythonRule):
         if flag is None and "npu" in self.ctx.module.code_for_node(arg.value):
             return updated  # decided by a device test already (--keep-cuda writes `not hasattr(torch, "npu")`)
         if flag is None:
-            self.report(arg, f"BitsAndBytesConfig({name}=...): bitsandbytes' Ascend backend has no double "
-                        "quantisation", severity="info", hint=f"{name}={row['npu_value']} on the NPU; {hint}")
+            message, info_hint = self.double_quant_info(name, row, hint)
+            self.report(arg, message, severity="info", hint=info_hint)
             return updated
         if flag is False:
             return updated

@@ -143,6 +143,25 @@ ODD = {
                      "if device == 'npu':\n    pass\nelse:\n    torch.backends.cuda.matmul.allow_tf32 = 1\n",
     "tf32_no_torch": "from torch.backends import cudnn\ncudnn.allow_tf32 = (0)\n",
     "tf32_renamed": "import torch\ntorch.backends.cuda.matmul.allow_tf32 = True\n",
+    # cuda-version-probes': reads, calls, the environment, programs run, capabilities compared.
+    "probe_reads": "import torch, os, subprocess\nfrom torch.utils.cpp_extension import CUDA_HOME\n"
+                   "v = torch.version.cuda\nprint(torch.version.cuda, f'{torch.backends.cudnn.version()}')\n"
+                   "n = torch.backends.cudnn.version() or CUDA_HOME\nh = os.environ['CUDA_HOME'], os.getenv(key='CUDA_PATH')\n"
+                   "os.environ['CUDA_HOME'] = '/x'\nsubprocess.run(['/usr/bin/nvcc', '-V']); os.system('nsys profile x')\n"
+                   "e = os.environ[('CUDA_PATH')]\n",
+    "probe_capability": "import torch\nmajor, *rest = torch.cuda.get_device_capability()\nif major >= 9: pass\n"
+                        "ok = (torch.cuda.get_device_capability()) >= (8, 0)\np = torch.cuda.get_device_properties(0)\n"
+                        "if p.major < 8 or torch.npu.get_device_capability()[0] == 7.5: pass\n"
+                        "x = (rest, major) == (1, *rest)\n",
+    "probe_names": "from torch.utils.cpp_extension import CUDA_HOME\ndef f(CUDA_HOME=CUDA_HOME):\n    return CUDA_HOME\n",
+    # bitsandbytes-npu's: configs it reports on and leaves, one in device dispatch, one it changes.
+    "bnb_reports": "from transformers import BitsAndBytesConfig as B\nB(load_in_8bit=True)\n"
+                   "B(load_in_4bit=True, bnb_4bit_quant_type=kind, bnb_4bit_use_double_quant=use_dq)\n"
+                   "B(load_in_4bit=ok, bnb_4bit_quant_type='fp4', bnb_4bit_use_double_quant=is_npu or x)\n"
+                   "B(load_in_4bit=True, **kw)\nif device == 'npu':\n    pass\nelse:\n"
+                   "    B(load_in_4bit=True, bnb_4bit_quant_type=b'nf4', bnb_4bit_use_double_quant=(True))\n",
+    "bnb_changed": "import transformers\ntransformers.BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4',"
+                   " bnb_4bit_use_double_quant=True)\n",
 }
 
 
@@ -189,6 +208,19 @@ def test_the_tf32_odd_texts_are_answered_where_nothing_changes():
     found = {n: compare(ODD[n].encode("utf-8"), rule) for n in ODD if n.startswith("tf32_")}
     assert found["tf32_renamed"] is None
     assert len(found["tf32_settings"]) == 4 and len(found["tf32_no_torch"]) == 2
+
+
+def test_the_probe_odd_texts_are_answered():
+    rule = next(r for r in TWINNED if r.ID == "cuda-version-probes")
+    found = {n: compare(ODD[n].encode("utf-8"), rule) for n in ODD if n.startswith("probe_")}
+    assert found["probe_names"] is None  # a parameter named as the probe: LibCST reads its Name
+    assert len(found["probe_reads"]) == 8 and len(found["probe_capability"]) == 4
+
+
+def test_the_bitsandbytes_odd_texts_are_answered_where_nothing_changes():
+    rule = next(r for r in TWINNED if r.ID == "bitsandbytes-npu")
+    assert compare(ODD["bnb_changed"].encode("utf-8"), rule) is None
+    assert len(compare(ODD["bnb_reports"].encode("utf-8"), rule)) == 6
 
 
 def test_declines_what_it_cannot_read_exactly():
