@@ -1,7 +1,7 @@
 """bitsandbytes-npu on Python's `ast` (core/ast_pass), for a file it leaves unchanged: the LibCST rule's
-reports (codemods/bitsandbytes_npu) on each BitsAndBytesConfig call where double quantisation is not
-turned off by it (absent, False, an expression, or a call left in device dispatch). Where the rule
-would write `False` the twin declines and the file takes the LibCST path."""
+reports (codemods/bitsandbytes_npu) on each BitsAndBytesConfig call where double quantisation is not set
+to True (absent, False, an expression). Where it is, the rule turns it off (or leaves it in device
+dispatch, which is rare and not mirrored): the twin declines and the file takes the LibCST path."""
 
 from __future__ import annotations
 
@@ -22,6 +22,11 @@ class AstBitsAndBytesNpu:
     def __init__(self, ctx: AstContext):
         if ctx.options.keep_cuda:
             raise Decline("--keep-cuda: a device-agnostic form")
+        # A file that sets double quantisation to True nearly always has it turned off, at its config's call
+        # (a leave hook, after the walk of all in it): declined at once, not after most of the walk.
+        keyword = re.escape(table(ctx.target)["python"]["double_quant"]["keyword"])
+        if re.search(rf"{keyword}\s*=[\s(]*True", ctx.text):
+            raise Decline("double quantisation set to True")
         self.ctx = ctx
 
     def finalize(self) -> None:
@@ -68,8 +73,8 @@ class AstBitsAndBytesNpu:
             message, info_hint = BitsAndBytesNpu.double_quant_info(name, row, hint)
             self._report(arg, message, severity="info", hint=info_hint)
             return
-        if flag is True and not self.ctx.left_as_is(call, self.ID):
-            raise Decline("double quantisation turned off")
+        if flag is True:
+            raise Decline("double quantisation turned off")  # (or left in device dispatch: rare, not mirrored)
 
 
 def _keyword(call: ast.Call, name: str) -> Optional[ast.keyword]:

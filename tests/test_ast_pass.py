@@ -158,8 +158,7 @@ ODD = {
     "bnb_reports": "from transformers import BitsAndBytesConfig as B\nB(load_in_8bit=True)\n"
                    "B(load_in_4bit=True, bnb_4bit_quant_type=kind, bnb_4bit_use_double_quant=use_dq)\n"
                    "B(load_in_4bit=ok, bnb_4bit_quant_type='fp4', bnb_4bit_use_double_quant=is_npu or x)\n"
-                   "B(load_in_4bit=True, **kw)\nif device == 'npu':\n    pass\nelse:\n"
-                   "    B(load_in_4bit=True, bnb_4bit_quant_type=b'nf4', bnb_4bit_use_double_quant=(True))\n",
+                   "B(load_in_4bit=True, **kw)\nB(load_in_4bit=True, bnb_4bit_quant_type=b'nf4', bnb_4bit_use_double_quant=0)\n",
     "bnb_changed": "import transformers\ntransformers.BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4',"
                    " bnb_4bit_use_double_quant=True)\n",
 }
@@ -221,6 +220,9 @@ def test_the_bitsandbytes_odd_texts_are_answered_where_nothing_changes():
     rule = next(r for r in TWINNED if r.ID == "bitsandbytes-npu")
     assert compare(ODD["bnb_changed"].encode("utf-8"), rule) is None
     assert len(compare(ODD["bnb_reports"].encode("utf-8"), rule)) == 6
+    guarded = "import transformers\nif device == 'npu':\n    pass\nelse:\n    transformers.BitsAndBytesConfig(" \
+              "load_in_4bit=True, bnb_4bit_quant_type='nf4', bnb_4bit_use_double_quant=\\\n True)\n"
+    assert libcst_run(guarded.encode("utf-8"), "x.py", rule)[0] and compare(guarded.encode("utf-8"), rule) is None
 
 
 def test_declines_what_it_cannot_read_exactly():
