@@ -1,9 +1,10 @@
-"""Report-only files on Python's `ast`: the findings a LibCST pass would give, at a tenth of its cost.
+"""Files nothing changes, on Python's `ast`: the findings a LibCST pass would give, at a tenth of its cost.
 
-A file whose selected rules can only report (SAFETY "report-only") needs no tree that prints back,
-and most of what a run parses on a real repository is such files (verl: 45 of 82, trl: 18 of 38, each
-a full LibCST parse and walk for a few findings). A rule that ships an `AST_TWIN` (a class with
-visit_<ast node>/leave_<ast node> hooks and `finalize`, reading an `AstContext`) is run here instead,
+A file in which no rule changes anything needs no tree that prints back, and most of what a run parses
+on a real repository is such files (verl: 45 of 82, trl: 18 of 38, each a full LibCST parse and walk
+for a few findings). A rule that ships an `AST_TWIN` (a class with visit_<ast node>/leave_<ast node>
+hooks and `finalize`, reading an `AstContext`; a rewriting rule's twin declines where it would change
+the file) is run here instead,
 in one walk that keeps what the LibCST walk keeps for rules: the import table per scope, the nodes
 that pick a branch by device (analysis/ast_dispatch), the names a shim patches, positions in LibCST's
 columns. Nodes are visited in LibCST's order (its children are in source order; some of ast's fields

@@ -246,7 +246,7 @@ def python_syntax_error(source: bytes | str) -> Optional[tuple[int, int, str]]:
 def convert_python(data: bytes, path: str, rule_classes: Sequence[type[PythonRule]],
                    options: RunOptions) -> tuple[bytes, list[Finding]]:
     tree = parsed_tree(data)  # the worker's parse_refusal parsed these very bytes with Python's parser already
-    if all(cls.AST_TWIN for cls in rule_classes):  # report-only rules with an `ast` twin: no LibCST tree needed
+    if all(cls.AST_TWIN for cls in rule_classes):  # `ast` twins answer where nothing changes: no LibCST tree
         findings = ast_pass.report(data, path, rule_classes, options, tree)
         if findings is not None:
             return data, findings

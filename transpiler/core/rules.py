@@ -104,8 +104,9 @@ class Rule:
     # True for a rule that also acts because another rule changed the file (torch-npu-import): its own
     # triggers cover only what it does on its own, the other rules' triggers cover the rest.
     FOLLOWS_CHANGES: ClassVar[bool] = False
-    # "module:Class" of the rule's twin on Python's `ast` (core/ast_pass), for a report-only rule: a file
-    # whose rules all have one is read without a LibCST parse. The twin must give the same findings.
+    # "module:Class" of the rule's twin on Python's `ast` (core/ast_pass): a file whose rules all have one
+    # is read without a LibCST parse. The twin must give the same findings, and decline where its rule
+    # would change the file (docs/writing-rules.md).
     AST_TWIN: ClassVar[str] = ""
 
     @classmethod
