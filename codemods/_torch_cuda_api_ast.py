@@ -14,7 +14,8 @@ from typing import Optional
 from npu_port.codemods._torch_cuda_table import CUDA_ROOT, is_cuda_name, table_for
 from npu_port.codemods.torch_cuda_api import TorchCudaApi
 from npu_port.transpiler.analysis.ast_source import Decline, dotted, leftmost
-from npu_port.transpiler.core.rules import _TORCH_NPU, NEEDS_TORCH_NPU, AstContext
+from npu_port.transpiler.analysis.dispatch import NEEDS_TORCH_NPU
+from npu_port.transpiler.core.rules import TORCH_NPU_WORD, AstContext
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
@@ -171,7 +172,7 @@ class AstTorchCudaApi:
         if self.ctx.left_as_is(node, self.ID):
             return
         if self.ctx.dispatch is not None and self.ctx.dispatch.shapes.selects_npu \
-                and _TORCH_NPU.search(spelled) is not None and not self.source.search_code(_TORCH_NPU, node):
+                and TORCH_NPU_WORD.search(spelled) is not None and not self.source.search_code(TORCH_NPU_WORD, node):
             self.ctx.note_at(*self._at(node), self.ID, f"left as is: {NEEDS_TORCH_NPU.reason}",
                              severity=NEEDS_TORCH_NPU.severity)
             return

@@ -55,7 +55,7 @@ GROUPS: tuple[Group, ...] = get_args(Group)
 # such as `is_cuda_available` or `cuda_graph`, which no rule acts on.
 CUDA_WORD = r"cuda(?<![A-Za-z0-9_]cuda)(?![A-Za-z0-9_])"
 
-_TORCH_NPU = re.compile(r"\btorch_npu\b")
+TORCH_NPU_WORD = re.compile(r"\btorch_npu\b")
 PATCHED_REASON = ("left as is: this name is assigned or patched here (a shim that points torch.cuda at "
                   "NPU objects on purpose)")
 _IGNORE_RE = re.compile(r"(?:#|//)\s*npu-port:\s*ignore(?:\[([A-Za-z0-9_,\s-]+)\])?")  # // in CUDA C++
@@ -316,8 +316,8 @@ class PythonRule(Rule):
     def _needs_torch_npu(self, original: cst.CSTNode, new: cst.CSTNode) -> bool:
         """A file that picks the NPU at run time keeps importing on GPU and CPU hosts: a change that would
         bring in `torch_npu` there (torch_npu.profiler, `from torch_npu... import`) is left, with why."""
-        if not self.ctx.dispatch.selects_npu or _TORCH_NPU.search(code(new)) is None \
-                or _TORCH_NPU.search(code(original)) is not None:
+        if not self.ctx.dispatch.selects_npu or TORCH_NPU_WORD.search(code(new)) is None \
+                or TORCH_NPU_WORD.search(code(original)) is not None:
             return False
         self.ctx.note(original, self.ID, f"left as is: {NEEDS_TORCH_NPU.reason}", severity=NEEDS_TORCH_NPU.severity)
         return True
