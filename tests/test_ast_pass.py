@@ -159,6 +159,27 @@ ODD = {
                    "B(load_in_4bit=True, bnb_4bit_quant_type=kind, bnb_4bit_use_double_quant=use_dq)\n"
                    "B(load_in_4bit=ok, bnb_4bit_quant_type='fp4', bnb_4bit_use_double_quant=is_npu or x)\n"
                    "B(load_in_4bit=True, **kw)\nB(load_in_4bit=True, bnb_4bit_quant_type=b'nf4', bnb_4bit_use_double_quant=0)\n",
+    # the string-position rules' (device-string, nccl-backend, amp-device): strings in positions left in
+    # device dispatch, through variables and the file's own functions; calls that take no NPU value;
+    # a value that keys a dict in the same call; glued literals; and strings they rewrite.
+    "positions_left": "import torch, ray\nimport torch.distributed as dist\nif device == 'npu':\n    pass\nelse:\n"
+                      "    def dev(d='cuda'):\n        return torch.zeros(1, device=d)\n    def pick():\n        return 'cuda'\n"
+                      "    x = torch.ones(1).to('cuda:0')\n    torch.autocast('cuda')\n"
+                      "    loc = f'cuda:{rank}'\n    torch.load(p, map_location=loc)\n    dev('cuda')\n"
+                      "    dist.init_process_group(backend='nccl', pg_options={'nccl': 1})\n    y = pick()\n"
+                      "    z = torch.zeros(1, device=pick())\n"
+                      "ray.util.collective.init_collective_group(4, 0, backend='nccl')\n"
+                      "print('using ' 'cuda', 'x' 'cuda')\nraise ValueError('device ' f'{d} is not cuda')\n"
+                      "with torch.autocast('cpu'): pass\n",
+    "positions_settings": "import argparse, torch\nfrom typing import Literal\nfrom unittest import mock\n"
+                          "if is_torch_npu_available():\n    pass\nelif ok:\n    device: Literal['cpu', 'cuda'] = 'cuda'\n"
+                          "    p = argparse.ArgumentParser(); p.add_argument('--device', default='cuda', choices=['cpu', 'cuda'])\n"
+                          "    b = getattr(args, 'backend', 'nccl'); c = {'device': 'cuda', 'dist_backend': 'cuda:nccl'}\n"
+                          "    mock.patch('torch.distributed.get_backend', return_value='nccl')\n"
+                          "    if x.device.type == 'cuda' or str(x.device).startswith('cuda:'): pass\n",
+    "positions_changed": "import torch\nx = torch.ones(1, device='cuda')\n",
+    "positions_flow_changed": "import torch\ndef f(d):\n    return torch.ones(1, device=d)\nf('cuda')\n",
+    "positions_glued_changed": "import torch\nx = torch.ones(1, device='cu' 'da')\ny = torch.ones(1).to('cuda' ':0')\n",
     "bnb_changed": "import transformers\ntransformers.BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4',"
                    " bnb_4bit_use_double_quant=True)\n",
 }
@@ -223,6 +244,20 @@ def test_the_bitsandbytes_odd_texts_are_answered_where_nothing_changes():
     guarded = "import transformers\nif device == 'npu':\n    pass\nelse:\n    transformers.BitsAndBytesConfig(" \
               "load_in_4bit=True, bnb_4bit_quant_type='nf4', bnb_4bit_use_double_quant=\\\n True)\n"
     assert libcst_run(guarded.encode("utf-8"), "x.py", rule)[0] and compare(guarded.encode("utf-8"), rule) is None
+
+
+def test_the_string_position_odd_texts_are_answered_where_nothing_changes():
+    rules = {r.ID: r for r in TWINNED if r.ID in ("device-string", "nccl-backend", "amp-device")}
+    assert len(rules) == 3
+    for rule in rules.values():
+        for name in ("positions_changed", "positions_flow_changed", "positions_glued_changed"):
+            compare(ODD[name].encode("utf-8"), rule)
+    for name in ("positions_changed", "positions_flow_changed", "positions_glued_changed"):
+        assert compare(ODD[name].encode("utf-8"), rules["device-string"]) is None
+    for name in ("positions_left", "positions_settings"):
+        found = {rid: compare(ODD[name].encode("utf-8"), rule) for rid, rule in rules.items()}
+        assert all(f is not None for f in found.values()), name
+        assert found["device-string"] and found["nccl-backend"], name
 
 
 def test_declines_what_it_cannot_read_exactly():
