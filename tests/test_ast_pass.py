@@ -180,6 +180,13 @@ ODD = {
     "positions_changed": "import torch\nx = torch.ones(1, device='cuda')\n",
     "positions_flow_changed": "import torch\ndef f(d):\n    return torch.ones(1, device=d)\nf('cuda')\n",
     "positions_glued_changed": "import torch\nx = torch.ones(1, device='cu' 'da')\ny = torch.ones(1).to('cuda' ':0')\n",
+    # verl-device's: settings left in device dispatch, look-alikes it leaves, one it sets.
+    "verl_left": "from omegaconf import OmegaConf\nd = {}\nx = d['trainer.device=cuda', 'y']\nprint('trainer.device=' 'cuda')\n"
+                 "if is_npu_available():\n    pass\nelse:\n    t = RayPPOTrainer(config, device_name='cuda:0')\n"
+                 "    config.trainer.device = 'cuda'; cfg['trainer']['device'] = 'cuda'\n"
+                 "    o = ['trainer.device=cuda', '+trainer.device=cuda']; o.append(*['trainer.device=cuda'])\n"
+                 "    OmegaConf.update(cfg, 'trainer.device', 'cuda')\n",
+    "verl_changed": "t = RayPPOTrainer(config, device_name='cuda')\n",
     "bnb_changed": "import transformers\ntransformers.BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4',"
                    " bnb_4bit_use_double_quant=True)\n",
 }
@@ -258,6 +265,12 @@ def test_the_string_position_odd_texts_are_answered_where_nothing_changes():
         found = {rid: compare(ODD[name].encode("utf-8"), rule) for rid, rule in rules.items()}
         assert all(f is not None for f in found.values()), name
         assert found["device-string"] and found["nccl-backend"], name
+
+
+def test_the_verl_device_odd_texts_are_answered_where_nothing_changes():
+    rule = next(r for r in TWINNED if r.ID == "verl-device")
+    assert compare(ODD["verl_changed"].encode("utf-8"), rule) is None
+    assert len(compare(ODD["verl_left"].encode("utf-8"), rule)) == 7
 
 
 def test_declines_what_it_cannot_read_exactly():
