@@ -187,6 +187,18 @@ ODD = {
                  "    o = ['trainer.device=cuda', '+trainer.device=cuda']; o.append(*['trainer.device=cuda'])\n"
                  "    OmegaConf.update(cfg, 'trainer.device', 'cuda')\n",
     "verl_changed": "t = RayPPOTrainer(config, device_name='cuda')\n",
+    # env-var-names': names with no NPU equivalent in each kind of position, renames left (set beside the
+    # NPU name, in device dispatch), and renames.
+    "env_left": "import os, subprocess, ray\nfrom os import environ as E\nenv = os.environ.copy()\nenv['NCCL_IB_HCA'] = 'x'\n"
+                "os.getenv(key='NCCL_IB_GID_INDEX'); 'NCCL_IB_TIMEOUT' in E; E.get('NCCL_P2P_DISABLE')\n"
+                "subprocess.run(c, env=dict(NCCL_IB_HCA='y', **env))\nray.init(runtime_env={'env_vars': {'NCCL_IB_SL': '1'}})\n"
+                "os.environ.update({'CUDA_VISIBLE_DEVICES': '0', 'ASCEND_RT_VISIBLE_DEVICES': '0'})\n"
+                "d = dict(os.environ, CUDA_VISIBLE_DEVICES='1', ASCEND_RT_VISIBLE_DEVICES='1') | {'NCCL_IB_QPS': 2}\n"
+                "E['CUDA_VISIBLE_DEVICES'] = E['ASCEND_RT_VISIBLE_DEVICES'] = '2'\nprint('CUDA_VISIBLE_DEVICES')\n"
+                "if device == 'npu':\n    pass\nelse:\n    os.environ['CUDA_VISIBLE_DEVICES'] = '3'\n"
+                "    os.environ.update(PYTORCH_CUDA_ALLOC_CONF='a')\n",
+    "env_changed": "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n",
+    "env_keyword_changed": "import os\nos.environ.update(NCCL_SOCKET_IFNAME='eth0')\n",
     "bnb_changed": "import transformers\ntransformers.BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4',"
                    " bnb_4bit_use_double_quant=True)\n",
 }
@@ -271,6 +283,13 @@ def test_the_verl_device_odd_texts_are_answered_where_nothing_changes():
     rule = next(r for r in TWINNED if r.ID == "verl-device")
     assert compare(ODD["verl_changed"].encode("utf-8"), rule) is None
     assert len(compare(ODD["verl_left"].encode("utf-8"), rule)) == 7
+
+
+def test_the_env_var_odd_texts_are_answered_where_nothing_changes():
+    rule = next(r for r in TWINNED if r.ID == "env-var-names")
+    assert compare(ODD["env_changed"].encode("utf-8"), rule) is None
+    assert compare(ODD["env_keyword_changed"].encode("utf-8"), rule) is None
+    assert len(compare(ODD["env_left"].encode("utf-8"), rule)) == 11
 
 
 def test_declines_what_it_cannot_read_exactly():
