@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from npu_port.codemods._env_table import EnvVarTable
 from npu_port.codemods.env_var_names import EnvVarNames
-from npu_port.transpiler.analysis.ast_source import Decline, Source, dotted
+from npu_port.transpiler.analysis.ast_source import AstImports, Decline, Source, dotted
 from npu_port.transpiler.analysis.env_positions import (
     COPY_FUNCTIONS,
     ENVIRON,
@@ -21,11 +21,10 @@ from npu_port.transpiler.analysis.env_positions import (
     RAY_ENV_KEY,
     SUBPROCESS_CALLS,
 )
-from npu_port.transpiler.analysis.imports import ImportTable
 from npu_port.transpiler.core.rules import AstContext
 
 # (the node holding the name: a string literal or a keyword; the name)
-EnvName = tuple[ast.AST, str]
+EnvName = tuple[Any, str]
 
 
 def _arguments(call: ast.Call) -> list[Any]:
@@ -38,7 +37,7 @@ def _arguments(call: ast.Call) -> list[Any]:
 class AstEnvPositions:
     """env_positions.EnvPositions on `ast`: the same names, in the same order."""
 
-    def __init__(self, imports: ImportTable, source: Source):
+    def __init__(self, imports: AstImports, source: Source):
         self.imports = imports
         self.source = source
         self._copies: set[str] = set()
@@ -203,7 +202,7 @@ class AstEnvVarNames:
         self.ctx = ctx
         self.table = EnvVarTable.for_options(ctx.options)
         self.positions = AstEnvPositions(ctx.imports, ctx.source)
-        self._renames: dict[int, tuple[str, str]] = {}
+        self._renames: dict[int, tuple[str, Optional[str]]] = {}
         self._seen: set[int] = set()
         self._siblings: dict[int, frozenset[str]] = {}
         self._fstrings = 0
