@@ -15,7 +15,7 @@ from npu_port.codemods.cuda_version_probes import (
     CudaVersionProbes,
     probes,
 )
-from npu_port.transpiler.analysis.ast_source import Decline
+from npu_port.transpiler.analysis.ast_source import Decline, argument_value, call_arguments, plain_string
 from npu_port.transpiler.core.rules import AstContext
 
 
@@ -39,10 +39,7 @@ class AstCudaVersionProbes:
 
     def _string(self, node: ast.AST) -> Optional[str]:
         """cuda_version_probes._string: one string literal (LibCST's SimpleString), not bytes."""
-        if self.source.string_token(node) is None:  # type: ignore[arg-type]
-            return None
-        value = node.value  # type: ignore[attr-defined]
-        return value if isinstance(value, str) else None
+        return plain_string(self.source, node)
 
     # -- names ast holds as strings --------------------------------------------------------------
     def _named(self, name: Optional[str]) -> None:
@@ -109,14 +106,14 @@ class AstCudaVersionProbes:
         if _is_output(node):
             self._shown += 1
         name = self.ctx.resolve(node.func)
-        arguments: list[Any] = sorted([*node.args, *node.keywords], key=lambda a: (a.lineno, a.col_offset))
+        arguments = call_arguments(node)
         if name in self._table.calls and not self._shown:
             what, hint = self._table.calls[name]
             self._report(node, what, hint)
         elif name in _ENV_READERS and arguments:
-            self._env(node, self._string(_value(arguments[0])))
+            self._env(node, self._string(argument_value(arguments[0])))
         elif name in _RUNNERS and arguments:
-            self._runs(node, _value(arguments[0]))
+            self._runs(node, argument_value(arguments[0]))
 
     def visit_Subscript(self, node: ast.Subscript) -> None:
         if id(node) in self._judged:
@@ -138,7 +135,7 @@ class AstCudaVersionProbes:
     def _runs(self, node: ast.Call, command: ast.AST) -> None:
         first: Optional[str] = None
         if isinstance(command, (ast.List, ast.Tuple)) and command.elts:
-            first = self._string(_value(command.elts[0]))
+            first = self._string(argument_value(command.elts[0]))
         else:
             text = self._string(command)
             first = text.split()[0] if text and text.split() else None
@@ -162,7 +159,7 @@ class AstCudaVersionProbes:
             return
         for target in node.targets:
             for e in target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]:
-                inner = _value(e)  # `a, *rest = ...`: LibCST's starred element holds the Name
+                inner = argument_value(e)  # `a, *rest = ...`: LibCST's starred element holds the Name
                 if isinstance(inner, ast.Name):
                     names.add(inner.id)
 
@@ -172,7 +169,7 @@ class AstCudaVersionProbes:
         if isinstance(node, ast.Name):
             return node.id in self._capability_names
         if isinstance(node, ast.Tuple):
-            return bool(node.elts) and all(self._is_capability(_value(e)) for e in node.elts)
+            return bool(node.elts) and all(self._is_capability(argument_value(e)) for e in node.elts)
         if isinstance(node, ast.Subscript):
             return self._is_capability(node.value)
         if isinstance(node, ast.Attribute) and node.attr in self._table.fields:
@@ -189,11 +186,6 @@ class AstCudaVersionProbes:
             self._report(node, f"{what}; an Ascend NPU has no SM number", hint)
 
 
-def _value(node: Any) -> Any:
-    """What LibCST's Arg or element holds as its value: a keyword's or a starred item's expression."""
-    return node.value if isinstance(node, (ast.keyword, ast.Starred)) else node
-
-
 def _is_output(node: ast.Call) -> bool:
     func = node.func
     name = func.id if isinstance(func, ast.Name) else func.attr if isinstance(func, ast.Attribute) else ""
@@ -204,5 +196,5 @@ def _is_number(node: ast.AST) -> bool:
     if isinstance(node, ast.Constant):
         return type(node.value) in (int, float)
     if isinstance(node, ast.Tuple):
-        return bool(node.elts) and all(_is_number(_value(e)) for e in node.elts)
+        return bool(node.elts) and all(_is_number(argument_value(e)) for e in node.elts)
     return False

@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 from npu_port.codemods._env_table import EnvVarTable
 from npu_port.codemods.env_var_names import EnvVarNames
-from npu_port.transpiler.analysis.ast_source import AstImports, Decline, Source, dotted
+from npu_port.transpiler.analysis.ast_source import AstImports, Decline, Source, call_arguments, dotted, plain_string
 from npu_port.transpiler.analysis.env_positions import (
     COPY_FUNCTIONS,
     ENVIRON,
@@ -27,13 +27,6 @@ from npu_port.transpiler.core.rules import AstContext
 EnvName = tuple[Any, str]
 
 
-def _arguments(call: ast.Call) -> list[Any]:
-    """A call's arguments in source order, as LibCST's `Call.args` holds them."""
-    if not call.keywords or not call.args:
-        return [*call.args, *call.keywords]
-    return sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
-
-
 class AstEnvPositions:
     """env_positions.EnvPositions on `ast`: the same names, in the same order."""
 
@@ -43,10 +36,7 @@ class AstEnvPositions:
         self._copies: set[str] = set()
 
     def string(self, node: Optional[ast.AST]) -> Optional[str]:
-        """literals.string_value: one plain string literal (glued ones are no SimpleString)."""
-        if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
-            return None
-        return node.value if self.source.string_token(node) is not None else None
+        return plain_string(self.source, node)
 
     def single_index(self, node: ast.Subscript) -> Optional[ast.AST]:
         index = node.slice
@@ -68,7 +58,7 @@ class AstEnvPositions:
             return self.string(self.single_index(expr)) == RAY_ENV_KEY
         if isinstance(expr, ast.Call):
             func = expr.func
-            if isinstance(func, ast.Attribute) and func.attr == "copy" and not _arguments(expr):
+            if isinstance(func, ast.Attribute) and func.attr == "copy" and not call_arguments(expr):
                 return self.is_env_mapping(func.value)
             first = _positional(expr, 0)
             if first is None:
@@ -159,7 +149,7 @@ class AstEnvPositions:
         return [(arg, name)] if arg is not None and name is not None else []
 
     def _update_names(self, node: ast.Call) -> Iterator[EnvName]:
-        for arg in _arguments(node):
+        for arg in call_arguments(node):
             if isinstance(arg, ast.keyword):
                 if arg.arg is not None:
                     yield arg, arg.arg

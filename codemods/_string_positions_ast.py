@@ -18,7 +18,15 @@ from npu_port.codemods._string_positions import _LocalFlow, _Signature
 from npu_port.codemods.amp_device import AmpDevice
 from npu_port.codemods.device_string import DeviceString
 from npu_port.codemods.nccl_backend import _IS_NCCL, NcclBackend
-from npu_port.transpiler.analysis.ast_source import Decline, Source, dotted, single_string_token
+from npu_port.transpiler.analysis.ast_source import (
+    Decline,
+    Source,
+    argument_value,
+    call_arguments,
+    dotted,
+    plain_string,
+    single_string_token,
+)
 from npu_port.transpiler.analysis.positions import PositionPolicy
 from npu_port.transpiler.core.rules import AstContext
 from npu_port.transpiler.tables.mapping import load_table
@@ -26,19 +34,8 @@ from npu_port.transpiler.tables.mapping import load_table
 _STRINGS = (ast.Constant, ast.JoinedStr)
 
 
-def _arguments(call: ast.Call) -> list[Any]:
-    """A call's arguments in source order, as LibCST's `Call.args` holds them."""
-    if not call.keywords or not call.args:
-        return [*call.args, *call.keywords]
-    return sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
-
-
 def _star(arg: Any) -> bool:
     return isinstance(arg, ast.Starred) or isinstance(arg, ast.keyword) and arg.arg is None
-
-
-def _value(arg: Any) -> Any:
-    return arg.value if isinstance(arg, (ast.keyword, ast.Starred)) else arg
 
 
 def _positional(call: ast.Call) -> list[ast.expr]:
@@ -61,9 +58,7 @@ class AstPositionFinder:
     # -- strings -------------------------------------------------------------------------------------
     def string(self, node: ast.AST) -> Optional[str]:
         """literals.string_value: the value of one plain string literal (LibCST's SimpleString)."""
-        if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
-            return None
-        return node.value if self.source.string_token(node) is not None else None  # glued: no SimpleString
+        return plain_string(self.source, node)  # (glued literals: no SimpleString, None)
 
     def leaves(self, expr: Optional[ast.AST]) -> Iterator[ast.AST]:
         """positions.string_leaves."""
@@ -133,9 +128,9 @@ class AstPositionFinder:
         return self.policy.not_a_position(self.resolve(call.func)) if self.policy.not_positions else None
 
     def argument_leaves(self, call: ast.Call) -> Iterator[ast.AST]:
-        for arg in _arguments(call):
+        for arg in call_arguments(call):
             if not _star(arg) and (not isinstance(arg, ast.keyword) or self.policy.names_setting(arg.arg)):
-                yield from self.leaves(_value(arg))
+                yield from self.leaves(argument_value(arg))
 
     def in_call(self, call: ast.Call) -> Iterator[ast.AST]:
         p = self.policy
@@ -234,9 +229,9 @@ class AstPositionFinder:
         names = self.policy.compared_with
         if isinstance(expr, ast.Call):
             func = expr.func
-            arguments = _arguments(expr)
+            arguments = call_arguments(expr)
             if dotted(func) == "str" and arguments:
-                return self._compared(_value(arguments[0]))
+                return self._compared(argument_value(arguments[0]))
             name = func.attr if isinstance(func, ast.Attribute) else dotted(func)
             return bool(name) and name.rsplit(".", 1)[-1] in names  # type: ignore[union-attr]
         if isinstance(expr, ast.Attribute) and expr.attr == "type":
@@ -390,10 +385,10 @@ class AstStringPositionRule:
 
     def _hold_call(self, node: ast.Call) -> None:
         if not isinstance(node.func, ast.Name) or self.ctx.imports.binding(node.func.id) is not None \
-                or any(_star(a) for a in _arguments(node)):
+                or any(_star(a) for a in call_arguments(node)):
             return
         index = 0
-        for arg in _arguments(node):
+        for arg in call_arguments(node):
             if isinstance(arg, ast.keyword):
                 self._hold_argument(arg.value, ("call", node.func.id, None, arg.arg))
             else:
@@ -456,7 +451,7 @@ class AstStringPositionRule:
             return
         leaves = list(self.finder.in_call(node))
         keyed = self._dict_keys_among(node, {id(x) for x in leaves}) \
-            if any(isinstance(_value(a), ast.Dict) for a in _arguments(node)) else set()
+            if any(isinstance(argument_value(a), ast.Dict) for a in call_arguments(node)) else set()
         for leaf in leaves:
             value = self.finder.string(leaf) if isinstance(leaf, ast.Constant) else None
             if value in keyed and self.converted(leaf):
@@ -467,8 +462,8 @@ class AstStringPositionRule:
 
     def _dict_keys_among(self, call: ast.Call, positions: set[int]) -> set[str]:
         keys: set[str] = set()
-        for arg in _arguments(call):
-            value = _value(arg)
+        for arg in call_arguments(call):
+            value = argument_value(arg)
             if isinstance(value, ast.Dict) and not any(k is not None and id(v) in positions
                                                        for k, v in zip(value.keys, value.values)):
                 for key in value.keys:

@@ -27,6 +27,8 @@ from npu_port.codemods.unsupported_cuda_libs import (
 from npu_port.transpiler.analysis.ast_source import (
     Decline,
     Position,
+    argument_value,
+    call_arguments,
     dotted,
     leftmost,
     position,
@@ -310,9 +312,7 @@ def _string_tokens(text: str) -> list[str]:
 
 def _arguments(node: ast.Call) -> list[ast.expr]:
     """A call's argument values in source order, as LibCST's `args` lists them (keywords among them)."""
-    found = [a.value if isinstance(a, ast.Starred) else a for a in node.args]
-    found += [k.value for k in node.keywords]
-    return sorted(found, key=lambda a: (a.lineno, a.col_offset))
+    return [argument_value(a) for a in call_arguments(node)]
 
 
 def _local_of(alias: ast.alias) -> str:

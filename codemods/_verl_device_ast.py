@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import ast
 import re
-from typing import Any, Optional
+from typing import Optional
 
 from npu_port.codemods.verl_device import _LIST_METHODS, VerlDevice, VerlTable
-from npu_port.transpiler.analysis.ast_source import Decline, dotted
+from npu_port.transpiler.analysis.ast_source import Decline, argument_value, call_arguments, dotted, plain_string
 from npu_port.transpiler.core.rules import AstContext
 
 
@@ -32,10 +32,7 @@ class AstVerlDevice:
         pass
 
     def _string(self, node: Optional[ast.AST]) -> Optional[str]:
-        """literals.string_value: one plain string literal (glued ones are no SimpleString)."""
-        if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
-            return None
-        return node.value if self.source.string_token(node) is not None else None
+        return plain_string(self.source, node)
 
     def _mark_value(self, node: Optional[ast.AST]) -> None:
         value = self._string(node)
@@ -75,16 +72,15 @@ class AstVerlDevice:
             self._mark_value(node.value)
 
     def visit_Call(self, node: ast.Call) -> None:
-        arguments: list[Any] = sorted([*node.args, *node.keywords], key=lambda a: (a.lineno, a.col_offset))
         for k in node.keywords:
             if k.arg is not None and k.arg in self.table.device_keywords:
                 self._mark_value(k.value)
         func = node.func
         if isinstance(func, ast.Attribute) and func.attr in _LIST_METHODS:
-            for arg in arguments:
-                self._mark_override(arg.value if isinstance(arg, (ast.keyword, ast.Starred)) else arg)
+            for arg in call_arguments(node):
+                self._mark_override(argument_value(arg))
         if self.ctx.resolve(func) in self.table.config_setters:
-            positional = [a.value if isinstance(a, ast.Starred) else a for a in node.args]
+            positional = [argument_value(a) for a in node.args]
             if len(positional) >= 3 and self._string(positional[1]) in self.table.config_keys:
                 self._mark_value(positional[2])
 
@@ -95,7 +91,7 @@ class AstVerlDevice:
 
     def visit_List(self, node: ast.List) -> None:
         for el in node.elts:
-            self._mark_override(el.value if isinstance(el, ast.Starred) else el)
+            self._mark_override(argument_value(el))
 
     def visit_Tuple(self, node: ast.Tuple) -> None:
         if id(node) not in self._subscript_tuples:

@@ -162,6 +162,27 @@ class Source:
         return text
 
 
+def call_arguments(call: ast.Call) -> list[Any]:
+    """A call's arguments in source order, as LibCST's `Call.args` holds them: the positional ones (a
+    Starred for `*x`) and the keywords (one whose `arg` is None for `**x`)."""
+    if not call.keywords or not call.args:
+        return [*call.args, *call.keywords]
+    return sorted([*call.args, *call.keywords], key=lambda a: (a.lineno, a.col_offset))
+
+
+def argument_value(arg: Any) -> Any:
+    """What LibCST's Arg or sequence element holds as its value: a keyword's or a starred item's expression."""
+    return arg.value if isinstance(arg, (ast.keyword, ast.Starred)) else arg
+
+
+def plain_string(source: Source, node: Optional[ast.AST]) -> Optional[str]:
+    """literals.string_value on `ast`: the value of one plain string literal (LibCST's SimpleString: not
+    glued to another, not bytes, not an f-string), else None."""
+    if not isinstance(node, ast.Constant) or not isinstance(node.value, str):
+        return None
+    return node.value if source.string_token(node) is not None else None
+
+
 def single_string_token(text: str) -> bool:
     try:
         tokens = [t for t in tokenize.generate_tokens(io.StringIO(text).readline)
