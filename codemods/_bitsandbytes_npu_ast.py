@@ -20,17 +20,12 @@ class AstBitsAndBytesNpu:
     ID = BitsAndBytesNpu.ID
 
     def __init__(self, ctx: AstContext):
-        if ctx.options.keep_cuda:
-            raise Decline("--keep-cuda: a device-agnostic form")
         # A file that sets double quantisation to True nearly always has it turned off, at its config's call
         # (a leave hook, after the walk of all in it): declined at once, not after most of the walk.
         keyword = re.escape(table(ctx.target)["python"]["double_quant"]["keyword"])
         if re.search(rf"{keyword}\s*=[\s(]*True", ctx.text):
             raise Decline("double quantisation set to True")
         self.ctx = ctx
-
-    def finalize(self) -> None:
-        pass
 
     def _report(self, node: Any, message: str, *, severity="warning", hint: str = "") -> None:
         self.ctx.note_at(node.lineno, node.col_offset, self.ID, message, severity=severity, hint=hint)

@@ -31,9 +31,6 @@ class AstCudaVersionProbes:
         self._judged: set[int] = set()
         self._shown = 0
 
-    def finalize(self) -> None:
-        pass
-
     def _report(self, node: ast.AST, what: str, hint: str) -> None:
         self.ctx.note_at(node.lineno, node.col_offset, self.ID, what, hint=hint)  # type: ignore[attr-defined]
 

@@ -187,8 +187,6 @@ class AstEnvVarNames:
     ID = EnvVarNames.ID
 
     def __init__(self, ctx: AstContext):
-        if ctx.options.keep_cuda:
-            raise Decline("--keep-cuda: set under both names")
         self.ctx = ctx
         self.table = EnvVarTable.for_options(ctx.options)
         self.positions = AstEnvPositions(ctx.imports, ctx.source)
@@ -196,9 +194,6 @@ class AstEnvVarNames:
         self._seen: set[int] = set()
         self._siblings: dict[int, frozenset[str]] = {}
         self._fstrings = 0
-
-    def finalize(self) -> None:
-        pass
 
     def _note(self, node: Any, message: str, **kw: Any) -> None:
         if self._fstrings:

@@ -136,31 +136,11 @@ class StringPositionRule(LiteralOnly, PythonRule):
             else:
                 self._hold_argument(arg.value, ("call", node.func.value, None, arg.keyword.value))
 
-    def _parameter(self, key: tuple) -> tuple[Optional[_Signature], Optional[str]]:
-        signature = self._signatures.get(key[1])
-        if signature is None:
-            return None, None
-        if key[0] == "param":
-            return signature, key[2]
-        _, _, index, keyword = key
-        if index is not None:
-            return signature, signature.params[index] if index < len(signature.params) else None
-        return signature, keyword if keyword in signature.all_params() else None
-
     def _settle_arguments(self, updated):
         todo = {}
         for i, (key, new, original) in self._deferred.items():
-            if key[0] == "return":
-                signature, param = self._signatures.get(key[1]), None
-                if signature is None or key[1] not in self._returning:
-                    continue
-                how = f"what `{signature.name}()` returns"
-            else:
-                signature, param = self._parameter(key)
-                if signature is None or param not in signature.positions:
-                    continue
-                how = f"`{signature.name}({param})`"
-            if self.ctx.left_as_is(original, self.ID):
+            how = flow_into_position(self._signatures, self._returning, key)
+            if how is None or self.ctx.left_as_is(original, self.ID):
                 continue
             form = self._replacement(original, original, new)
             if form is None:
@@ -328,6 +308,26 @@ class _Sinks:
     def _names_setting(self, name: str) -> bool:
         name = name.lstrip("-").replace("-", "_").lower()  # as PositionPolicy.names_setting reads a name
         return name in self.names or name.endswith(self.suffixes)
+
+
+def flow_into_position(signatures: dict[str, Optional[_Signature]], returning: set[str], key: tuple) -> Optional[str]:
+    """How a held string reaches a position through the file's own functions, for the message (`what f()
+    returns`, `` `f(dev)` ``), or None where it does not: `key` is ("return", f), ("param", f, name) or
+    ("call", f, index, keyword), `returning` the functions whose result is used in a position."""
+    signature = signatures.get(key[1])
+    if signature is None:
+        return None
+    if key[0] == "return":
+        return f"what `{signature.name}()` returns" if key[1] in returning else None
+    if key[0] == "param":
+        param = key[2]
+    else:
+        _, _, index, keyword = key
+        if index is not None:
+            param = signature.params[index] if index < len(signature.params) else None
+        else:
+            param = keyword if keyword in signature.all_params() else None
+    return f"`{signature.name}({param})`" if param in signature.positions else None
 
 
 class _Signature:

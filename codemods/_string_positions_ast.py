@@ -14,7 +14,7 @@ import ast
 from collections.abc import Iterator
 from typing import Any, Optional
 
-from npu_port.codemods._string_positions import _LocalFlow, _Signature
+from npu_port.codemods._string_positions import _LocalFlow, _Signature, flow_into_position
 from npu_port.codemods.amp_device import AmpDevice
 from npu_port.codemods.device_string import DeviceString
 from npu_port.codemods.nccl_backend import _IS_NCCL, NcclBackend
@@ -254,8 +254,6 @@ class AstStringPositionRule:
     RULE: Any
 
     def __init__(self, ctx: AstContext):
-        if ctx.options.keep_cuda:
-            raise Decline("--keep-cuda: device-agnostic forms")
         self.ID = self.RULE.ID
         self.ctx = ctx
         self.source = ctx.source
@@ -395,28 +393,10 @@ class AstStringPositionRule:
                 self._hold_argument(arg, ("call", node.func.id, index, None))
                 index += 1
 
-    def _parameter(self, key: tuple) -> tuple[Optional[_Signature], Optional[str]]:
-        signature = self._signatures.get(key[1])
-        if signature is None:
-            return None, None
-        if key[0] == "param":
-            return signature, key[2]
-        _, _, index, keyword = key
-        if index is not None:
-            return signature, signature.params[index] if index < len(signature.params) else None
-        return signature, keyword if keyword in signature.all_params() else None
-
     def _settle_arguments(self) -> None:
         for key, original in self._deferred.values():
-            if key[0] == "return":
-                signature = self._signatures.get(key[1])
-                if signature is None or key[1] not in self._returning:
-                    continue
-            else:
-                signature, param = self._parameter(key)
-                if signature is None or param not in signature.positions:
-                    continue
-            self._left(original)
+            if flow_into_position(self._signatures, self._returning, key) is not None:
+                self._left(original)
 
     def _bind(self, targets: list[ast.AST], value: Optional[ast.AST]) -> None:
         if len(targets) == 1 and isinstance(targets[0], ast.Name) and self.finder.produces(value):
@@ -509,8 +489,6 @@ class AstStringPositionRule:
             self._at(node)
             self._scopes[-1].rewrites[id(node)] = (var, node)
 
-    def finalize(self) -> None:
-        pass
 
 
 def _first_token(text: str) -> str:

@@ -17,13 +17,8 @@ class AstTF32ToHF32:
     ID = TF32ToHF32.ID
 
     def __init__(self, ctx: AstContext):
-        if ctx.options.keep_cuda:
-            raise Decline("--keep-cuda: kept-for-CUDA warnings")
         self.ctx = ctx
         self._inner: set[int] = set()
-
-    def finalize(self) -> None:
-        pass
 
     def _report(self, node: ast.AST, message: str, *, severity="warning", hint: str = "", fix: str = "") -> None:
         self.ctx.note_at(node.lineno, node.col_offset, self.ID, message, severity=severity,  # type: ignore[attr-defined]

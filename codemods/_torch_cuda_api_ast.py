@@ -24,8 +24,6 @@ class AstTorchCudaApi:
     ID = TorchCudaApi.ID
 
     def __init__(self, ctx: AstContext):
-        if ctx.options.keep_cuda:
-            raise Decline("--keep-cuda: device-agnostic forms")
         self.ctx = ctx
         self.source = ctx.source
         self.table = table_for(ctx.target, ctx.options.rules_files)
@@ -35,9 +33,6 @@ class AstTorchCudaApi:
         self._rendered: dict[int, Optional[str]] = {}
         self._plans: dict[int, str] = {}  # id(node) -> the NPU name it would be renamed to
         self._staying = TorchCudaApi.staying_names(self.table, ctx.text)
-
-    def finalize(self) -> None:
-        pass
 
     def _at(self, node: ast.AST) -> tuple[int, int]:
         if self._fstrings or isinstance(node, (ast.Tuple, ast.GeneratorExp)):

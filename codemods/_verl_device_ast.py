@@ -17,8 +17,6 @@ class AstVerlDevice:
     ID = VerlDevice.ID
 
     def __init__(self, ctx: AstContext):
-        if ctx.options.keep_cuda:
-            raise Decline("--keep-cuda: device-agnostic forms")
         self.ctx = ctx
         self.source = ctx.source
         self.table = VerlTable.for_target(ctx.target)
@@ -27,9 +25,6 @@ class AstVerlDevice:
         self._overrides: set[int] = set()
         self._subscript_tuples: set[int] = set()  # `d["a", "b"]`: LibCST has subscript elements there, no tuple
         self._fstrings = 0
-
-    def finalize(self) -> None:
-        pass
 
     def _string(self, node: Optional[ast.AST]) -> Optional[str]:
         return plain_string(self.source, node)

@@ -30,7 +30,7 @@ from npu_port.transpiler.analysis.ast_source import Decline, Source, dotted, is_
 from npu_port.transpiler.analysis.dispatch import FileDispatch
 from npu_port.transpiler.analysis.patchers import PATCHER_ENDS, is_patcher, names_torch_cuda
 from npu_port.transpiler.core.report import Finding
-from npu_port.transpiler.core.rules import AstContext, RunOptions
+from npu_port.transpiler.core.rules import AstContext, Rule, RunOptions
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 _SCOPES = (ast.Module, ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
@@ -43,7 +43,7 @@ _BY_HAND = frozenset({ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.I
                       ast.Lambda, ast.Subscript, ast.If})
 
 
-def report(data: bytes, path: str, rule_classes: Sequence[type], options: RunOptions,
+def report(data: bytes, path: str, rule_classes: Sequence[type[Rule]], options: RunOptions,
            tree: Optional[ast.Module] = None) -> Optional[list[Finding]]:
     """The findings of `rule_classes` on the file, or None where this pass does not answer (a rule
     without a twin, text LibCST may read otherwise, anything `ast` refuses): the caller parses with
@@ -51,6 +51,8 @@ def report(data: bytes, path: str, rule_classes: Sequence[type], options: RunOpt
     names = [getattr(cls, "AST_TWIN", "") for cls in rule_classes]
     if not names or not all(names) or b"\x00" in data or data.startswith(b"\xef\xbb\xbf"):
         return None
+    if options.keep_cuda and any(cls.SAFETY != "report-only" and not cls.FOLLOWS_CHANGES for cls in rule_classes):
+        return None  # the device-agnostic forms of --keep-cuda are not mirrored: a rule that rewrites has the file
     twins = [_twin(name) for name in names]
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
@@ -73,7 +75,9 @@ def report(data: bytes, path: str, rule_classes: Sequence[type], options: RunOpt
         rules = [twin(ctx) for twin in twins]  # type: ignore[misc]
         _Walk(ctx, rules).node(tree)
         for rule in rules:
-            rule.finalize()
+            finalize = getattr(rule, "finalize", None)  # (a twin that reports as it walks has none)
+            if finalize is not None:
+                finalize()
     except (Decline, RecursionError):
         return None
     return ctx.findings
