@@ -153,6 +153,7 @@ class BrokenDeviceDispatch(PythonRule):
     SAFETY = "report-only"
     GROUP = "check"
     TRIGGERS = ("npu", "NPU", "hccl", "HCCL")
+    AST_TWIN = "npu_port.codemods._broken_device_dispatch_ast:AstBrokenDeviceDispatch"  # files it reports nothing in
 
     @classmethod
     def scout(cls, facts, options) -> bool:

@@ -199,6 +199,32 @@ ODD = {
                 "    os.environ.update(PYTORCH_CUDA_ALLOC_CONF='a')\n",
     "env_changed": "import os\nos.environ['CUDA_VISIBLE_DEVICES'] = '0'\n",
     "env_keyword_changed": "import os\nos.environ.update(NCCL_SOCKET_IFNAME='eth0')\n",
+    # broken-device-dispatch's: dispatch that still tells the devices apart (answered: no finding), and
+    # each shape it reports (declined: the LibCST rule reports it).
+    "dispatch_sound": "import torch, ray\nfrom ray.util import collective\ndef a(d):\n    if d == 'npu':\n        pass\n"
+                      "    elif d == 'cuda':\n        pass\n    return 'hccl' if d == 'npu' else 'nccl'\n"
+                      "def b(d):\n    if d == 'npu':\n        return ['cuda', 'npu'], ('npu', *['x'])\n"
+                      "if torch.npu.get_device_capability() >= (8, 0):\n    collective.init_collective_group(1, 0, 'nccl')\n"
+                      "x = {'npu': 1, 'npu:0': 2}\ny = 'np' 'u' if ok else 'cpu'\n",
+    "dispatch_arms": "backend = 'hccl' if on_gpu else 'hccl'\n",
+    "dispatch_chain": "if name == 'npu':\n    pass\nelif name == 'npu':\n    pass\n",
+    "dispatch_block": "def f(name):\n    for _ in x:\n        if name == 'npu':\n            pass\n"
+                      "        if name == 'npu':\n            pass\n",
+    "dispatch_else_if": "if name == 'npu':\n    pass\nelse:\n    if (name)  ==  'npu':\n        pass\n",
+    "dispatch_list": "devices = ['npu', 'npu:0', 'npu']\n",
+    "dispatch_starred": "devices = [*'npu', 'npu']\n",
+    "dispatch_capability": "import torch\nmajor, minor = torch.npu.get_device_capability()\n",
+    "dispatch_capability_index": "from torch import npu\nmajor = npu.get_device_capability(0)[0]\n",
+    "dispatch_ray": "import ray.util.collective as col\ncol.init_collective_group(2, 0, backend='HCCL')\n",
+    # ray-resource-keys': "GPU" as a value (answered: nothing renamed), and each place it renames one.
+    "ray_values": "import ray\nfrom ray.util.placement_group import placement_group\n"
+                  "name = 'NPU' if on_npu else 'GPU'\nnames = {'cuda': 'GPU'}\nok = name == 'GPU'\n"
+                  "pg = placement_group([{'CPU': 2}] * 4)\nres = ray.cluster_resources().get('CPU', 0)\n",
+    "ray_bundles": "from ray.util.placement_group import placement_group\npg = placement_group([{'GPU': 1}] * 4)\n",
+    "ray_bundle_variable": "import ray\nbundle = {'GPU': 1, 'CPU': 2}\npg = ray.util.placement_group([bundle] * 2)\n",
+    "ray_lookup": "import ray\nn = ray.cluster_resources().get('GPU', 0)\n",
+    "ray_subscript": "import ray\nn = ray.available_resources()['GPU']\n",
+    "ray_membership": "import ray\nok = 'GPU' in ray.cluster_resources()\n",
     "bnb_changed": "import transformers\ntransformers.BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4',"
                    " bnb_4bit_use_double_quant=True)\n",
 }
@@ -290,6 +316,24 @@ def test_the_env_var_odd_texts_are_answered_where_nothing_changes():
     assert compare(ODD["env_changed"].encode("utf-8"), rule) is None
     assert compare(ODD["env_keyword_changed"].encode("utf-8"), rule) is None
     assert len(compare(ODD["env_left"].encode("utf-8"), rule)) == 11
+
+
+def test_the_dispatch_odd_texts_are_answered_where_nothing_is_reported():
+    rule = next(r for r in TWINNED if r.ID == "broken-device-dispatch")
+    found = {n: compare(ODD[n].encode("utf-8"), rule) for n in ODD if n.startswith("dispatch_")}
+    assert found.pop("dispatch_sound") == []
+    assert all(f is None for f in found.values())
+    # each one a finding of the LibCST rule but an `else` holding one `if`, which the twin reads as an `elif`
+    reported = {n for n in found if libcst_findings(ODD[n].encode("utf-8"), "x.py", rule)}
+    assert set(found) - reported == {"dispatch_else_if"}
+
+
+def test_the_ray_resource_odd_texts_are_answered_where_nothing_is_renamed():
+    rule = next(r for r in TWINNED if r.ID == "ray-resource-keys")
+    found = {n: compare(ODD[n].encode("utf-8"), rule) for n in ODD if n.startswith("ray_")}
+    assert found.pop("ray_values") == []
+    assert all(f is None for f in found.values())
+    assert all(libcst_run(ODD[n].encode("utf-8"), "x.py", rule)[1] for n in found)  # each one renamed by LibCST
 
 
 def test_declines_what_it_cannot_read_exactly():
