@@ -36,6 +36,11 @@ except ImportError:  # pragma: no cover - PyYAML is a dependency
 # Characters whose reading differs between YAML 1.1 (libyaml) and 1.2 (ruamel).
 _DISAGREE = ("\t", "\x85", "\u2028", "\u2029")
 _MAX_DEPTH = 200  # deeper documents go to ruamel (this builder recurses)
+# The tag ruamel's resolver gives a scalar, by (value, plain): a function of these alone here (YAML 1.2,
+# no directives, no path resolvers), and its versioned lookup was a third of building the nodes. Tags
+# are shared as ruamel shares its default one; bounded, so a worker's memory stays flat.
+_TAGS: dict[tuple[str, bool], Any] = {}
+_MAX_TAGS = 8192
 
 
 class _Unsure(Exception):
@@ -160,7 +165,12 @@ class _Builder:
 
     def _scalar(self, event: Any, context: Optional[str], anchor: Optional[str]) -> ScalarNode:
         style = event.style or None
-        tag = self.resolver.resolve(ScalarNode, event.value, (style is None, style is not None))
+        key = (event.value, style is None)
+        tag = _TAGS.get(key)
+        if tag is None:
+            if len(_TAGS) >= _MAX_TAGS:
+                _TAGS.clear()
+            tag = _TAGS[key] = self.resolver.resolve(ScalarNode, event.value, (style is None, style is not None))
         start, end = event.start_mark, event.end_mark
         if context is not None and style is None and event.value == "" and start.index == end.index:
             # An empty value: libyaml places it where the value would be, ruamel where the next token
