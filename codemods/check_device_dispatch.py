@@ -152,7 +152,15 @@ class BrokenDeviceDispatch(PythonRule):
     ID = "broken-device-dispatch"
     SAFETY = "report-only"
     GROUP = "check"
-    TRIGGERS = ("npu", "NPU", "hccl", "HCCL")
+    # Each report is about a string literal whose value begins with an NPU value (`"npu"`, `"hccl:0"`; in
+    # any case for Ray, whose `collective` module the file then names), or about get_device_capability.
+    # Such a literal's text begins with that value, or with an escape (`\x6e`, `\156`, `\N{...}`, a line
+    # continuation) among its first four characters, which the last pattern lets through.
+    TRIGGERS = ("get_device_capability",)
+    TRIGGER_PATTERNS = (*(rf"""{v}(?<=["']{v})""" for v in ("npu", "NPU", "hccl", "HCCL")),
+                        r"collective(?<![A-Za-z0-9_]collective)(?![A-Za-z0-9_])",
+                        r"""\\(?=[xuUN0-7\r\n])(?:(?<=["']\\)|(?<=["'][^"'\\\n]\\)|(?<=["'][^"'\\\n]{2}\\)"""
+                        r"""|(?<=["'][^"'\\\n]{3}\\))""")
     AST_TWIN = "npu_port.codemods._broken_device_dispatch_ast:AstBrokenDeviceDispatch"  # files it reports nothing in
 
     @classmethod

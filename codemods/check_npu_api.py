@@ -141,7 +141,11 @@ class UnknownNpuApi(PythonRule):
     ID = "unknown-npu-api"
     SAFETY = "report-only"
     GROUP = "check"
-    TRIGGERS = ("npu",)
+    # Every name it judges is spelled `torch_npu`, or has `npu` as an identifier of its own (torch.npu,
+    # `from torch import npu`, an alias of either). In code an identifier never touches a quote, so the
+    # NPU named as a string ("npu", a port's device values) does not let a file through.
+    TRIGGERS = ("torch_npu",)
+    TRIGGER_PATTERNS = (r"""npu(?<![A-Za-z0-9_"']npu)(?![A-Za-z0-9_"'])""",)
     AST_TWIN = "npu_port.codemods._unknown_npu_api_ast:AstUnknownNpuApi"
 
     @classmethod

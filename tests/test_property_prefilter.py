@@ -59,6 +59,25 @@ def test_prefilter_is_exact_on_known_sources(name, data):
     _assert_exact(name, data)
 
 
+# The check rules' triggers name what their reports stand on, not the NPU's name anywhere: values spelled
+# with escapes, "hccl" in another case for Ray, torch.npu under another name.
+CHECK_SOURCES = {
+    "escaped_values.py": 'if d == "\\x6epu":\n    pass\nelif d == "n\\x70u":\n    pass\n',
+    "continued_value.py": 'device = ["\\\nnpu", "npu"]\n',
+    "ray_hccl.py": 'import ray.util.collective as col\ncol.init_collective_group(2, 0, "Hccl")\n',
+    "npu_alias.py": 'import torch\nfrom torch import npu as dev\ndev.synchronise()\n',
+}
+
+
+@pytest.mark.parametrize("name", sorted(CHECK_SOURCES))
+def test_the_check_rules_triggers_hold_what_they_report(name):
+    data = CHECK_SOURCES[name].encode()
+    _assert_exact(name, data)
+    found = Engine(EVERY_RULE, prefilter=False).convert(data, name, "python").outcome.findings
+    expected = "unknown-npu-api" if name == "npu_alias.py" else "broken-device-dispatch"
+    assert expected in {f.rule for f in found}
+
+
 @pytest.mark.slow  # every rule over every fixture
 def test_every_rule_alone_leaves_a_source_without_its_triggers_alone():
     for rule in RULES:
