@@ -139,6 +139,8 @@ class ProjectConfig:
             return Path(path).as_posix()
 
     def ignored_rules_for(self, path: Path) -> tuple[str, ...]:
+        if not self.values["per-file-ignores"]:
+            return ()  # (asked of every file of a run: a tree's path arithmetic is not free)
         rel = self._relative(path)
         out: list[str] = []
         for glob, rules in self.values["per-file-ignores"].items():
@@ -147,6 +149,8 @@ class ProjectConfig:
         return tuple(out)
 
     def is_excluded(self, path: Path) -> bool:
+        if not self.values["exclude"]:
+            return False
         rel = self._relative(path)
         return any(_glob_matches(glob, rel) for glob in self.values["exclude"])
 
