@@ -116,6 +116,7 @@ class ProfilerToNpu(PythonRule):
     # torch's profiler through any import form (`import torch.profiler as p`, `from torch import
     # profiler`, `torch.autograd.profiler`); a project's own `myproj.profiler` is no trigger.
     TRIGGERS = ("torch.profiler", "import profiler", "autograd.profiler", "ProfilerActivity")
+    AST_TWIN = "npu_port.codemods._profiler_npu_ast:AstProfilerToNpu"  # files it leaves unchanged
 
     @classmethod
     def scout(cls, facts, options) -> bool:

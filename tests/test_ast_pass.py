@@ -225,6 +225,19 @@ ODD = {
     "ray_lookup": "import ray\nn = ray.cluster_resources().get('GPU', 0)\n",
     "ray_subscript": "import ray\nn = ray.available_resources()['GPU']\n",
     "ray_membership": "import ray\nok = 'GPU' in ray.cluster_resources()\n",
+    # profiler-npu's: uses left in a file that picks the NPU at run time and in device dispatch, reports of
+    # what torch_npu lacks (answered), and each change (declined).
+    "profiler_left": "import torch\nfrom transformers import is_torch_npu_available\n"
+                     "def trace(args):\n    acts = [torch.profiler.ProfilerActivity.CPU]\n"
+                     "    if is_torch_npu_available():\n        acts.append(torch.profiler.ProfilerActivity.NPU)\n"
+                     "    else:\n        acts.append(torch.profiler.ProfilerActivity.CUDA)\n"
+                     "    p = torch.profiler.profile(activities=acts, use_cuda=True)\n"
+                     "    p.key_averages(); torch.autograd.profiler.emit_nvtx()\n    return p\n",
+    "profiler_reports": "import torch, torch_npu\nwith torch.autograd.profiler.profile(use_cuda=True) as prof:\n"
+                        "    torch.autograd.profiler.emit_nvtx()\nx = torch_npu.profiler.ProfilerActivity.MTIA\n",
+    "profiler_moved": "import torch\nwith torch.profiler.profile() as p:\n    pass\n",
+    "profiler_import": "from torch.profiler import profile, record_function\n",
+    "profiler_activity": "from torch_npu.profiler import ProfilerActivity\na = ProfilerActivity.CUDA\n",
     "bnb_changed": "import transformers\ntransformers.BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4',"
                    " bnb_4bit_use_double_quant=True)\n",
 }
@@ -334,6 +347,13 @@ def test_the_ray_resource_odd_texts_are_answered_where_nothing_is_renamed():
     assert found.pop("ray_values") == []
     assert all(f is None for f in found.values())
     assert all(libcst_run(ODD[n].encode("utf-8"), "x.py", rule)[1] for n in found)  # each one renamed by LibCST
+
+
+def test_the_profiler_odd_texts_are_answered_where_nothing_changes():
+    rule = next(r for r in TWINNED if r.ID == "profiler-npu")
+    found = {n: compare(ODD[n].encode("utf-8"), rule) for n in ODD if n.startswith("profiler_")}
+    assert len(found["profiler_left"]) == 8 and len(found["profiler_reports"]) == 3
+    assert [n for n, f in found.items() if f is None] == ["profiler_moved", "profiler_import", "profiler_activity"]
 
 
 def test_declines_what_it_cannot_read_exactly():
