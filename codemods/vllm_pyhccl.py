@@ -46,6 +46,7 @@ class VllmPyHccl(PythonRule):
     ID = "vllm-pyhccl"
     SAFETY = "review"
     TRIGGERS = ("PyNcclCommunicator",)
+    AST_TWIN = "npu_port.codemods._vllm_pyhccl_ast:AstVllmPyHccl"  # files it leaves unchanged
 
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
         if len(updated.body) != 1 or not isinstance(updated.body[0], cst.ImportFrom):

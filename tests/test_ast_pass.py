@@ -238,6 +238,13 @@ ODD = {
     "profiler_moved": "import torch\nwith torch.profiler.profile() as p:\n    pass\n",
     "profiler_import": "from torch.profiler import profile, record_function\n",
     "profiler_activity": "from torch_npu.profiler import ProfilerActivity\na = ProfilerActivity.CUDA\n",
+    # vllm-pyhccl's: an import kept for a method vllm-ascend lacks, one in device dispatch, lines the rule
+    # leaves (after a colon, after another statement), and a rewrite.
+    "pyhccl_reported": "def init(g):\n    from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator\n    c = PyNcclCommunicator(g, device=0)\n    c.send(t, 1)\n",
+    "pyhccl_left": "if is_npu_available():\n    pass\nelse:\n    from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator\n",
+    "pyhccl_not_a_line": "if ok: from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator\nimport os; from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator\n",
+    "pyhccl_changed": "from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator\n",
+    "pyhccl_semicolon": "from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator \\\n ; import os\n",
     "bnb_changed": "import transformers\ntransformers.BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4',"
                    " bnb_4bit_use_double_quant=True)\n",
 }
@@ -354,6 +361,13 @@ def test_the_profiler_odd_texts_are_answered_where_nothing_changes():
     found = {n: compare(ODD[n].encode("utf-8"), rule) for n in ODD if n.startswith("profiler_")}
     assert len(found["profiler_left"]) == 8 and len(found["profiler_reports"]) == 3
     assert [n for n, f in found.items() if f is None] == ["profiler_moved", "profiler_import", "profiler_activity"]
+
+
+def test_the_pyhccl_odd_texts_are_answered_where_nothing_changes():
+    rule = next(r for r in TWINNED if r.ID == "vllm-pyhccl")
+    found = {n: compare(ODD[n].encode("utf-8"), rule) for n in ODD if n.startswith("pyhccl_")}
+    assert [(f.line, f.col) for f in found["pyhccl_reported"]] == [(2, 5)] and len(found["pyhccl_left"]) == 1
+    assert found["pyhccl_not_a_line"] == [] and found["pyhccl_changed"] is None and found["pyhccl_semicolon"] is None
 
 
 def test_declines_what_it_cannot_read_exactly():
