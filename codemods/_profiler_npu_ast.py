@@ -7,7 +7,14 @@ from __future__ import annotations
 
 import ast
 
-from npu_port.codemods.profiler_npu import ProfilerToNpu, profiler_table
+from npu_port.codemods.profiler_npu import (
+    ACTIVITY,
+    CUDA_KEYWORD,
+    MISSING_METHOD,
+    REPORTED,
+    ProfilerToNpu,
+    profiler_table,
+)
 from npu_port.transpiler.analysis.ast_source import Decline, Position
 from npu_port.transpiler.analysis.dispatch import NEEDS_TORCH_NPU
 from npu_port.transpiler.core.rules import TORCH_NPU_WORD, AstContext
@@ -76,7 +83,7 @@ class AstProfilerToNpu:
             self._activity(node, attr)
             return
         if f"{owner}.{attr}" in self.table.reported:
-            self._report(node, f"`{owner}.{attr}` has no Ascend NPU counterpart of the same meaning",
+            self._report(node, REPORTED.format(f"{owner}.{attr}"),
                          self.table.reported[f"{owner}.{attr}"])
 
     def _activity(self, node: ast.Attribute, member: str) -> None:
@@ -84,7 +91,7 @@ class AstProfilerToNpu:
             self._rewrite(node)  # the member renamed: names torch_npu only where the code did already
             return
         if member not in self.table.activity_members and not member.startswith("_"):
-            self._report(node, f"ProfilerActivity.{member} has no Ascend NPU counterpart", self.table.activity_hint)
+            self._report(node, ACTIVITY.format(member), self.table.activity_hint)
 
     def visit_Call(self, node: ast.Call) -> None:
         callee = self.ctx.resolve(node.func)
@@ -92,11 +99,11 @@ class AstProfilerToNpu:
             return
         for keyword in node.keywords:  # LibCST reads every argument in order; only keywords are reported
             if keyword.arg in self.table.cuda_keywords:
-                self._report(keyword, f"`{keyword.arg}=` of {callee} selects CUDA profiling",
+                self._report(keyword, CUDA_KEYWORD.format(keyword.arg, callee),
                              self.table.cuda_keyword_hint)
 
     def finalize(self) -> None:
         if self.profile_moved:
             for node, in_fstring in self._method_uses:
-                self._report(node, f"`.{node.attr}()` of a profiler: torch_npu.profiler.profile lacks it",
+                self._report(node, MISSING_METHOD.format(node.attr),
                              self.table.missing_method_hint, in_fstring)

@@ -9,7 +9,7 @@ import ast
 import re
 
 from npu_port.codemods._communicators import communicators, portable_communicator
-from npu_port.codemods.vllm_pyhccl import VllmPyHccl
+from npu_port.codemods.vllm_pyhccl import KEPT_HINT, VllmPyHccl, kept_message
 from npu_port.transpiler.analysis.ast_source import Decline, position
 from npu_port.transpiler.core.rules import AstContext
 
@@ -35,10 +35,7 @@ class AstVllmPyHccl:
             raise Decline("an import sharing its line")  # LibCST's line may hold more than the import
         text = self.ctx.text
         if portable_communicator(self.ctx.target, qualified, text) is None:
-            self.ctx.note_at(*position(node), self.ID,
-                             f"`{qualified.rsplit('.', 1)[-1]}` is used with `.{row.method_missing_on_npu(text)}()`, "
-                             "which vllm-ascend's PyHcclCommunicator lacks; left unchanged",
-                             hint="port the transfer to all_reduce/broadcast, or to torch.distributed with the hccl backend")
+            self.ctx.note_at(*position(node), self.ID, kept_message(qualified, row, text), hint=KEPT_HINT)
             return
         if not self.ctx.left_as_is(node, self.ID):
             raise Decline("PyNcclCommunicator's import rewritten")

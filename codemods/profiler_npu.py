@@ -52,6 +52,13 @@ def profiler_table(target: str) -> ProfilerTable:
     )
 
 
+# The rule's reports, shared with its `ast` twin (codemods/_profiler_npu_ast.py).
+REPORTED = "`{}` has no Ascend NPU counterpart of the same meaning"
+ACTIVITY = "ProfilerActivity.{} has no Ascend NPU counterpart"
+CUDA_KEYWORD = "`{}=` of {} selects CUDA profiling"
+MISSING_METHOD = "`.{}()` of a profiler: torch_npu.profiler.profile lacks it"
+
+
 def _with_commas(aliases: Sequence[cst.ImportAlias], original_last_comma) -> list[cst.ImportAlias]:
     """The aliases as one list: commas between them, the original closing layout after the last one."""
     out = []
@@ -224,7 +231,7 @@ class ProfilerToNpu(PythonRule):
         if owner in (f"{self.table.cuda_module}.ProfilerActivity", f"{self.table.npu_module}.ProfilerActivity"):
             return self._activity(original, updated, attr)
         if f"{owner}.{attr}" in self.table.reported:
-            self.report(original, f"`{owner}.{attr}` has no Ascend NPU counterpart of the same meaning",
+            self.report(original, REPORTED.format(f"{owner}.{attr}"),
                         hint=self.table.reported[f"{owner}.{attr}"])
         return updated
 
@@ -234,7 +241,7 @@ class ProfilerToNpu(PythonRule):
             return self.rewrite(original, updated, updated.with_changes(attr=cst.Name(new_member)),
                                 f"ProfilerActivity.{member} -> ProfilerActivity.{new_member}")
         if member not in self.table.activity_members and not member.startswith("_"):
-            self.report(original, f"ProfilerActivity.{member} has no Ascend NPU counterpart",
+            self.report(original, ACTIVITY.format(member),
                         hint=self.table.activity_hint)
         return updated
 
@@ -244,12 +251,12 @@ class ProfilerToNpu(PythonRule):
             return
         for arg in node.args:
             if arg.keyword is not None and arg.keyword.value in self.table.cuda_keywords:
-                self.report(arg, f"`{arg.keyword.value}=` of {callee} selects CUDA profiling",
+                self.report(arg, CUDA_KEYWORD.format(arg.keyword.value, callee),
                             hint=self.table.cuda_keyword_hint)
 
     def finalize(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         if self.profile_moved:
             for node in self._method_uses:
-                self.report(node, f"`.{node.attr.value}()` of a profiler: torch_npu.profiler.profile lacks it",
+                self.report(node, MISSING_METHOD.format(node.attr.value),
                             hint=self.table.missing_method_hint)
         return updated

@@ -4,10 +4,18 @@ from typing import Optional
 
 import libcst as cst
 
-from npu_port.codemods._communicators import communicators, portable_communicator
+from npu_port.codemods._communicators import Communicator, communicators, portable_communicator
 from npu_port.codemods._device_agnostic import DeviceAgnostic
 from npu_port.transpiler.analysis.imports import dotted_expr, dotted_name
 from npu_port.transpiler.core.rules import PythonRule
+
+KEPT_HINT = "port the transfer to all_reduce/broadcast, or to torch.distributed with the hccl backend"
+
+
+def kept_message(qualified: str, row: Communicator, text: str) -> str:
+    """The report of an import left for a method the counterpart lacks (shared with the `ast` twin)."""
+    return (f"`{qualified.rsplit('.', 1)[-1]}` is used with `.{row.method_missing_on_npu(text)}()`, "
+            "which vllm-ascend's PyHcclCommunicator lacks; left unchanged")
 
 
 class VllmPyHccl(PythonRule):
@@ -61,9 +69,7 @@ class VllmPyHccl(PythonRule):
         if row is None:
             return updated
         if portable_communicator(self.ctx.target, qualified, self.ctx.text) is None:
-            self.report(original, f"`{qualified.rsplit('.', 1)[-1]}` is used with `.{row.method_missing_on_npu(self.ctx.text)}()`, "
-                                  "which vllm-ascend's PyHcclCommunicator lacks; left unchanged",
-                        hint="port the transfer to all_reduce/broadcast, or to torch.distributed with the hccl backend")
+            self.report(original, kept_message(qualified, row, self.ctx.text), hint=KEPT_HINT)
             return updated
         local = dotted_name(alias.asname.name) if alias.asname is not None else qualified.rsplit(".", 1)[-1]
         npu_module, npu_name = row.npu.rsplit(".", 1)
