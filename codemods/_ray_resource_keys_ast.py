@@ -22,7 +22,7 @@ class AstRayResourceKeys:
     def __init__(self, ctx: AstContext):
         self.ctx = ctx
         self.table = RayTable.for_target(ctx.target)
-        self._bundle_names = _names_passed_as_bundles(ctx.text, self.table)
+        self._bundle_names = _names_passed_as_bundles(ctx.text, self.table, ctx.source.tree)
 
     def _key(self, node: Any) -> bool:
         """Whether `node` is the "GPU" literal (LibCST: a SimpleString; glued pieces too, which declines more)."""

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator
+from typing import Optional
 
 import libcst as cst
 
@@ -155,20 +156,21 @@ def _bundle_names(expr: ast.expr) -> set[str]:
     return set()
 
 
-def _names_passed_as_bundles(text: str, table: RayTable) -> frozenset[str]:
+def _names_passed_as_bundles(text: str, table: RayTable, tree: Optional[ast.Module] = None) -> frozenset[str]:
     """Variables that reach a placement-group call as its bundles, directly or through other variables.
 
     A cheap `ast` pre-pass, because the assignment is met before the call in a single walk. Calls are
     matched by their last name (`placement_group`, `PlacementGroupFactory`); the bundle dicts are still
-    only rewritten where their assignment is a bundles expression.
+    only rewritten where their assignment is a bundles expression. `tree`: the text's, where parsed already.
     """
     call_names = {c.rsplit(".", 1)[-1] for c in table.bundle_calls}
     if not any(name in text for name in call_names):
         return frozenset()
-    try:
-        tree = ast.parse(text)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return frozenset()
+    if tree is None:
+        try:
+            tree = ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return frozenset()
     names: set[str] = set()
     assigns: list[tuple[set[str], ast.expr]] = []
     for node in ast.walk(tree):
