@@ -10,17 +10,10 @@ import ast
 from typing import Any
 
 from npu_port.codemods.check_device_dispatch import _CAPABILITY, BrokenDeviceDispatch, _ast_npu_value
-from npu_port.transpiler.analysis.ast_source import Decline
+from npu_port.transpiler.analysis.ast_source import Decline, argument_value, plain_string
 from npu_port.transpiler.core.rules import AstContext
 
 _BODIES = ("body", "orelse", "finalbody")
-
-
-def _string(node: ast.AST) -> Any:
-    """What LibCST's string_value may read from `node` (a str constant; a starred one in a call)."""
-    if isinstance(node, ast.Starred):
-        node = node.value
-    return node.value if isinstance(node, ast.Constant) and isinstance(node.value, str) else None
 
 
 class AstBrokenDeviceDispatch:
@@ -44,7 +37,7 @@ class AstBrokenDeviceDispatch:
 
     def visit_IfExp(self, node: ast.IfExp) -> None:
         value = _ast_npu_value(node.body)
-        if value is not None and _string(node.orelse) == value:
+        if value is not None and plain_string(self.ctx.source, node.orelse) == value:
             raise Decline("a conditional with the same NPU value in both arms")
 
     def visit_If(self, node: ast.If) -> None:
@@ -74,8 +67,7 @@ class AstBrokenDeviceDispatch:
     visit_Try = visit_TryStar = visit_ExceptHandler = visit_match_case = _blocks
 
     def _collection(self, node: Any) -> None:
-        elements = [e.value if isinstance(e, ast.Starred) else e for e in node.elts]  # LibCST: the element's value
-        named = [v for e in elements if (v := _ast_npu_value(e)) is not None]
+        named = [v for e in node.elts if (v := _ast_npu_value(argument_value(e))) is not None]
         if len(named) != len(set(named)):
             raise Decline("a collection naming the NPU twice")
 
@@ -95,6 +87,6 @@ class AstBrokenDeviceDispatch:
     def visit_Call(self, node: ast.Call) -> None:
         name = self.ctx.resolve(node.func) or ""
         if name.startswith("ray.util.collective.") and any(
-                isinstance(v, str) and v.lower() == "hccl"
-                for v in map(_string, [*node.args, *(k.value for k in node.keywords)])):
+                (plain_string(self.ctx.source, argument_value(a)) or "").lower() == "hccl"
+                for a in [*node.args, *node.keywords]):
             raise Decline("a Ray collective given hccl")
