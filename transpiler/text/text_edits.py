@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import bisect
 import difflib
+import re
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -48,17 +49,27 @@ def apply_edits(text: str, edits: Iterable[Edit]) -> str:
 
 
 class LineIndex:
-    """Offset -> (line, col), both 1-based."""
+    """Offset -> (line, col), both 1-based. The line starts are found at the first question: most files
+    a text rule reads get no finding and need none."""
 
     def __init__(self, text: str):
-        self.starts = [0]
-        for i, ch in enumerate(text):
-            if ch == "\n":
-                self.starts.append(i + 1)
+        self._text = text
+        self._starts: Optional[list[int]] = None
 
     def line_col(self, offset: int) -> tuple[int, int]:
-        line = bisect.bisect_right(self.starts, offset)
-        return line, offset - self.starts[line - 1] + 1
+        starts = self._starts
+        if starts is None:
+            starts = self._starts = line_starts(self._text)
+        line = bisect.bisect_right(starts, offset)
+        return line, offset - starts[line - 1] + 1
+
+
+def line_starts(text: str) -> list[int]:
+    """The offset of each line's first character (lines end at "\\n" alone, as shell and YAML read them)."""
+    return [0, *(m.end() for m in _NEWLINE.finditer(text))]
+
+
+_NEWLINE = re.compile("\n")
 
 
 class OriginalLines:

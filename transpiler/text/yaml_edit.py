@@ -18,7 +18,7 @@ from npu_port.transpiler.core.files import yaml_alias_bomb, yaml_too_deep
 from npu_port.transpiler.core.python_source import SourceError
 from npu_port.transpiler.text import yaml_c_load
 from npu_port.transpiler.text.go_template import is_go_template, mask
-from npu_port.transpiler.text.text_edits import Edit, ParsedTexts, SpanEditRule
+from npu_port.transpiler.text.text_edits import Edit, ParsedTexts, SpanEditRule, line_starts
 
 
 class YamlDocument:
@@ -46,7 +46,7 @@ class YamlDocument:
                 problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
                 raise SourceError(f"YAML error{where}: {problem}") from None
             self.documents, self.text = documents, masked
-        self.line_starts = [0] + [i + 1 for i, ch in enumerate(text) if ch == "\n"]
+        self.line_starts = line_starts(text)
 
     def offset(self, line: int, col: int) -> int:
         """0-based (line, col) as ruamel reports them -> offset in the text."""
