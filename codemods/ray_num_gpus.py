@@ -7,7 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from npu_port.codemods._ray_agnostic import RayAgnostic
-from npu_port.codemods.ray_support import RayTable, is_method_call_on_ray_object
+from npu_port.codemods.ray_support import RayTable, ReportedKeyword, is_method_call_on_ray_object
 from npu_port.transpiler.analysis.literals import (
     append_dict_elements,
     dict_element,
@@ -60,6 +60,7 @@ class RayNumGpus(PythonRule):
     ID = "ray-num-gpus"
     SAFETY = "safe"
     TRIGGERS = ("num_gpus", "use_gpu")
+    AST_TWIN = "npu_port.codemods._ray_num_gpus_ast:AstRayNumGpus"  # files it reports in and changes nothing
 
     @classmethod
     def scout(cls, facts, options) -> bool:
@@ -96,12 +97,10 @@ class RayNumGpus(PythonRule):
 
     def _report_indirect(self, scope: tuple[dict[str, cst.CSTNode], set[str]]) -> None:
         filled, spread = scope
-        npu = self.table.npu
         for name, node in filled.items():
             if name in spread:
-                self.report(node, f"num_gpus reaches Ray through **{name}: it asks for GPUs, which an NPU node lacks",
-                            hint=f'give {name}["resources"] = {{"{npu}": n}} instead (merged into any "resources" '
-                                 "entry it already has)")
+                message, hint = indirect_report(name, self.table.npu)
+                self.report(node, message, hint=hint)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         filled = self._scopes[-1][0]
@@ -125,8 +124,7 @@ class RayNumGpus(PythonRule):
         resolved = self.ctx.resolve(node.func)
         for row in self.table.reported_keywords:
             if resolved == row.call and keyword(node, row.keyword) is not None:
-                self.report(node, f"{row.keyword}= in {row.call} asks for GPUs; Ascend devices are the "
-                                  f"\"{self.table.npu}\" resource", hint=row.hint)
+                self.report(node, reported_keyword_message(row, self.table.npu), hint=row.hint)
 
     def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
         num = keyword(updated, "num_gpus")
@@ -181,6 +179,16 @@ class RayNumGpus(PythonRule):
         args = list(updated.args)
         args[index] = arg.with_changes(comma=num.comma)
         return updated.with_changes(args=args)
+
+
+def indirect_report(name: str, npu: str) -> tuple[str, str]:
+    """(message, hint) for a dict given a "num_gpus" entry and spread into a Ray call as **name."""
+    return (f"num_gpus reaches Ray through **{name}: it asks for GPUs, which an NPU node lacks",
+            f'give {name}["resources"] = {{"{npu}": n}} instead (merged into any "resources" entry it already has)')
+
+
+def reported_keyword_message(row: ReportedKeyword, npu: str) -> str:
+    return f"{row.keyword}= in {row.call} asks for GPUs; Ascend devices are the \"{npu}\" resource"
 
 
 def _calls_in(decorators) -> set[cst.Call]:

@@ -245,6 +245,16 @@ ODD = {
     "pyhccl_not_a_line": "if ok: from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator\nimport os; from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator\n",
     "pyhccl_changed": "from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator\n",
     "pyhccl_semicolon": "from vllm.distributed.device_communicators.pynccl import PyNcclCommunicator \\\n ; import os\n",
+    # ray-num-gpus': a dict given "num_gpus" and spread into a Ray call (in a function, at module level, in
+    # a coroutine), Ray Train's use_gpu= (in parentheses), a num_gpus= no Ray call takes (answered), and a
+    # num_gpus= Ray takes (declined: rewritten).
+    "raygpus_indirect": "import ray\n\ndef make(cls, device):\n    options = {}\n    if device == 'cuda':\n"
+                        "        options['num_gpus'] = 1\n    return cls.options(**options).remote()\n",
+    "raygpus_module": "import ray\nopts = {'num_gpus': 1, 'num_cpus': 2}\nA = ray.remote(**opts)(f)\n"
+                      "async def go(B):\n    o = {\"num_gpus\": 1}\n    return B.options(*a, **o)\n",
+    "raygpus_scaling": "from ray.train import ScalingConfig\ncfg = (ScalingConfig(num_workers=2, use_gpu=True))\n",
+    "raygpus_not_ray": "import ray\nf(num_gpus=1)\nx = {'num_gpus': 1}\ny = g(**x)\n",
+    "raygpus_rewritten": "import ray\n@ray.remote(num_gpus=1)\nclass A:\n    pass\n",
     "bnb_changed": "import transformers\ntransformers.BitsAndBytesConfig(load_in_4bit=True, bnb_4bit_quant_type='nf4',"
                    " bnb_4bit_use_double_quant=True)\n",
 }
@@ -368,6 +378,15 @@ def test_the_pyhccl_odd_texts_are_answered_where_nothing_changes():
     found = {n: compare(ODD[n].encode("utf-8"), rule) for n in ODD if n.startswith("pyhccl_")}
     assert [(f.line, f.col) for f in found["pyhccl_reported"]] == [(2, 5)] and len(found["pyhccl_left"]) == 1
     assert found["pyhccl_not_a_line"] == [] and found["pyhccl_changed"] is None and found["pyhccl_semicolon"] is None
+
+
+def test_the_ray_num_gpus_odd_texts_are_answered_where_nothing_changes():
+    rule = next(r for r in TWINNED if r.ID == "ray-num-gpus")
+    found = {n: compare(ODD[n].encode("utf-8"), rule) for n in ODD if n.startswith("raygpus_")}
+    assert [(f.line, f.col) for f in found["raygpus_indirect"]] == [(6, 9)]
+    assert [(f.line, f.col) for f in found["raygpus_module"]] == [(5, 5), (2, 1)]  # a scope's, as it closes
+    assert [(f.line, f.col) for f in found["raygpus_scaling"]] == [(2, 8)]
+    assert found["raygpus_not_ray"] == [] and found["raygpus_rewritten"] is None
 
 
 def test_declines_what_it_cannot_read_exactly():
