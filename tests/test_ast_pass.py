@@ -219,12 +219,15 @@ ODD = {
     # ray-resource-keys': "GPU" as a value (answered: nothing renamed), and each place it renames one.
     "ray_values": "import ray\nfrom ray.util.placement_group import placement_group\n"
                   "name = 'NPU' if on_npu else 'GPU'\nnames = {'cuda': 'GPU'}\nok = name == 'GPU'\n"
-                  "pg = placement_group([{'CPU': 2}] * 4)\nres = ray.cluster_resources().get('CPU', 0)\n",
+                  "pg = placement_group([{'CPU': 2}] * 4)\nres = ray.cluster_resources().get('CPU', 0)\n"
+                  "info = ray.cluster_resources()\ninfo = {}\nn = info.get('GPU', 0) if 'GPU' in info else info['GPU']\n",
     "ray_bundles": "from ray.util.placement_group import placement_group\npg = placement_group([{'GPU': 1}] * 4)\n",
     "ray_bundle_variable": "import ray\nbundle = {'GPU': 1, 'CPU': 2}\npg = ray.util.placement_group([bundle] * 2)\n",
     "ray_lookup": "import ray\nn = ray.cluster_resources().get('GPU', 0)\n",
     "ray_subscript": "import ray\nn = ray.available_resources()['GPU']\n",
     "ray_membership": "import ray\nok = 'GPU' in ray.cluster_resources()\n",
+    "ray_variable": "import ray\nres = ray.available_resources()\nn = res.get('GPU', 0)\n",
+    "ray_node_resources": "import ray\nfor node in ray.nodes():\n    n = node['Resources']['GPU']\n",
     # profiler-npu's: uses left in a file that picks the NPU at run time and in device dispatch, reports of
     # what torch_npu lacks (answered), and each change (declined).
     "profiler_left": "import torch\nfrom transformers import is_torch_npu_available\n"
