@@ -28,6 +28,10 @@ from npu_port.transpiler.analysis.dispatch import FileDispatch, Guard
 
 _NPU_GUARD_TYPES = (ast.If, ast.IfExp, ast.List, ast.Tuple, ast.Set)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
+# What `enter` reads by type (_dispatch_guard's and the marks'), for enter_for.
+_GUARD_TYPES = frozenset(_NPU_GUARD_TYPES)
+_NVIDIA_TEST_TYPES = frozenset({ast.If, ast.IfExp, ast.BoolOp})
+_MARKING_TYPES = frozenset({ast.Module, ast.Call, *_FUNCTIONS})
 
 
 class AstDispatch:
@@ -63,6 +67,25 @@ class AstDispatch:
             if guard is not None:
                 self._guard, self._reason = node, guard
         if self._guard is not None:
+            self.guarded[id(node)] = self._reason  # type: ignore[assignment]
+
+    def enter_for(self, kind: type) -> Callable[[ast.AST], None]:
+        """`enter` for the nodes of one type in this file: the nodes of most types (names, attributes,
+        constants, most statements) neither mark nor guard anything here, and are only marked or guarded."""
+        shapes = self.shapes
+        may_guard = (kind in _GUARD_TYPES and shapes.npu) or (kind is ast.Compare and (shapes.npu_code or shapes.selects_npu)) \
+            or kind is ast.IfExp or (kind in _NVIDIA_TEST_TYPES and shapes.nvidia_tests)
+        return self.enter if may_guard or kind in _MARKING_TYPES else self._enter_unguarding
+
+    def _enter_unguarding(self, node: ast.AST) -> None:
+        """`enter` for a node that is no guard itself (enter_for)."""
+        if self._guard is None:
+            if self._marked:
+                guard = self._marked.get(id(node))
+                if guard is not None:
+                    self._guard, self._reason = node, guard
+                    self.guarded[id(node)] = guard
+        else:
             self.guarded[id(node)] = self._reason  # type: ignore[assignment]
 
     def leave(self, node: ast.AST) -> None:

@@ -107,22 +107,24 @@ class _Walk:
 
     def _plan_for(self, kind: type) -> tuple:
         """What the walk does at a node of this type, worked out at its first node: whether it opens a
-        scope or can patch, the twins' hooks, its generic fields (None: _children reads it by hand)."""
+        scope or can patch, the twins' hooks, its generic fields (None: _children reads it by hand), and
+        the dispatch's `enter` for it."""
         name = kind.__name__
         visits = tuple(getattr(r, "visit_" + name) for r in self._rules if hasattr(r, "visit_" + name))
         leaves = tuple(getattr(r, "leave_" + name) for r in self._rules if hasattr(r, "leave_" + name))
         fields = None if kind in _BY_HAND else tuple(f for f in kind._fields if f not in _NO_NODE_FIELDS)  # type: ignore[attr-defined]
-        plan = self._plans[kind] = (issubclass(kind, _SCOPES), kind in _PATCH_TYPES, visits, leaves, fields)
+        plan = self._plans[kind] = (issubclass(kind, _SCOPES), kind in _PATCH_TYPES, visits, leaves, fields,
+                                    self.dispatch.enter_for(kind))
         return plan
 
     def node(self, node: ast.AST) -> None:
         kind = type(node)
-        scope, patch, visits, leaves, fields = self._plans.get(kind) or self._plan_for(kind)
+        scope, patch, visits, leaves, fields, enter = self._plans.get(kind) or self._plan_for(kind)
         if scope:
             self.ctx.imports.enter(node)
         if patch:
             self._patch(node)
-        self.dispatch.enter(node)
+        enter(node)
         for fn in visits:
             fn(node)
         if fields is None:
