@@ -16,7 +16,7 @@ from bulk_support import CUDA_MODEL, PLAIN_MODULE, tree_digest
 from click.testing import CliRunner
 
 from npu_port.transpiler.cli import cli
-from npu_port.transpiler.core.files import TMP_SUFFIX
+from npu_port.transpiler.core.files import TMP_SUFFIX, atomic_copy, is_copy_of
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -62,6 +62,22 @@ def test_a_rerun_into_the_same_out_rewrites_only_what_differs(tmp_path):
     assert again["util.py"] != inodes["util.py"] and (out / "pkg" / "util.py").read_text() == PLAIN_MODULE.format(i=2)
     assert ".npu()" in (out / "tool.py").read_text()
     assert tree_digest(out) == tree_digest(_converted_afresh(src, tmp_path / "fresh"))
+
+
+def test_a_copy_keeps_bytes_mode_and_times_and_never_follows_a_link(tmp_path):
+    src = tmp_path / "run.sh"
+    src.write_bytes(b"#!/bin/sh\necho hi\n" * 100_000)  # past one read of the copy loop
+    src.chmod(0o751)
+    os.utime(src, ns=(1_600_000_000_123_456_789, 1_600_000_000_987_654_321))
+    dest = tmp_path / "out" / "bin" / "run.sh"
+    atomic_copy(src, dest)
+    assert dest.read_bytes() == src.read_bytes() and is_copy_of(src, dest)  # what a re-run trusts
+    assert (dest.stat().st_mode & 0o7777, dest.stat().st_mtime_ns) == (0o751, 1_600_000_000_987_654_321)
+    link = tmp_path / "link.sh"
+    link.symlink_to(src)
+    with pytest.raises(OSError):
+        atomic_copy(link, tmp_path / "out" / "bin" / "link.sh")  # (the writer copies links as links)
+    assert sorted(p.name for p in (tmp_path / "out" / "bin").iterdir()) == ["run.sh"]  # no temporary file left
 
 
 def _converted_afresh(src: Path, out: Path) -> Path:
