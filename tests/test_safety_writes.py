@@ -77,6 +77,10 @@ def test_a_copy_keeps_bytes_mode_and_times_and_never_follows_a_link(tmp_path):
     link.symlink_to(src)
     with pytest.raises(OSError):
         atomic_copy(link, tmp_path / "out" / "bin" / "link.sh")  # (the writer copies links as links)
+    if hasattr(os, "mkfifo"):  # a FIFO where a file was: refused at once, never waited on
+        os.mkfifo(tmp_path / "fifo")
+        with pytest.raises(OSError):
+            atomic_copy(tmp_path / "fifo", tmp_path / "out" / "bin" / "fifo")
     assert sorted(p.name for p in (tmp_path / "out" / "bin").iterdir()) == ["run.sh"]  # no temporary file left
 
 

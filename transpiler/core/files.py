@@ -699,11 +699,14 @@ def atomic_copy(src: Path, dest: Path, *, streams: bool = False) -> None:
 def _copy_into(src: Path, fd: int, tmp: str) -> None:
     """shutil.copy2's bytes, mode and times (not its extended attributes) from `src` into the open
     file `fd` (named `tmp`), through the descriptors: about half the system calls, which a tree of
-    files copied one by one pays a thousand times. A link at `src` is refused, never followed."""
+    files copied one by one pays a thousand times. What is no longer a regular file when it is opened
+    (a link, a FIFO put there meanwhile) is refused: a link is never followed, a FIFO never waited on."""
     source = os.open(src, os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
-                     | getattr(os, "O_BINARY", 0))
+                     | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_BINARY", 0))
     try:
         st = os.fstat(source)
+        if not stat.S_ISREG(st.st_mode):
+            raise OSError(errno.EINVAL, "not a regular file any more", str(src))
         while True:
             chunk = os.read(source, 1 << 20)
             if not chunk:
