@@ -13,6 +13,7 @@ from npu_port.transpiler.analysis.source_facts import LiteralContext
 from npu_port.transpiler.core.rules import PythonRule
 
 _CAPABILITY = "torch.npu.get_device_capability"
+_RAY_COLLECTIVE = "ray.util.collective"
 _NPU_VALUES = frozenset({"npu", "NPU", "hccl", "HCCL"})
 
 
@@ -49,11 +50,11 @@ def _may_hold_two_npu_values(strings: tuple[str, ...]) -> bool:
     return False
 
 
-def _may_report_lexically(literals: tuple[LiteralContext, ...], imports_ray: bool) -> bool:
+def _may_report_lexically(literals: tuple[LiteralContext, ...], names_collective: bool) -> bool:
     """`_may_report`'s shapes read from the tokens beside each literal (a looser test, no `ast`): an NPU
     value twice after `==`; once before a comma and again after one (two entries of a collection: the
     later one follows a comma, the earlier one a comma follows); before `if`, then after `else`;
-    "hccl" in any case in a file that imports Ray. Literals the parser glues into one (`"np" "u"`) make
+    "hccl" in any case in a file that may name ray.util.collective. Literals the parser glues into one (`"np" "u"`) make
     the answer yes where their first piece may begin such a value, and are no value otherwise."""
     compared: set[str] = set()
     listed: set[str] = set()
@@ -64,7 +65,7 @@ def _may_report_lexically(literals: tuple[LiteralContext, ...], imports_ray: boo
                 return True
             continue
         for text in literal.texts:
-            if imports_ray and text.lower() == "hccl":
+            if names_collective and text.lower() == "hccl":
                 return True
             if text.split(":")[0] not in _NPU_VALUES:
                 continue
@@ -93,10 +94,10 @@ def _may_begin_a_value(literals: tuple[LiteralContext, ...], first: int) -> bool
     return False
 
 
-def _may_report(nodes: tuple[ast.AST, ...]) -> bool:
-    """Whether the file has a shape the rule reports: an over-approximation on the file's `ast`."""
-    imports_ray = any(isinstance(n, ast.Import) and any(a.name.split(".")[0] == "ray" for a in n.names)
-                      or isinstance(n, ast.ImportFrom) and (n.module or "").split(".")[0] == "ray" for n in nodes)
+def _may_report(nodes: tuple[ast.AST, ...], names_collective: bool) -> bool:
+    """Whether the file has a shape the rule reports: an over-approximation on the file's `ast`.
+    `names_collective`: whether its code may name ray.util.collective (`SourceFacts.may_name`), which a
+    call the rule reports "hccl" in resolves to."""
     tested: set[tuple[str, str]] = set()
     for node in nodes:
         if isinstance(node, ast.IfExp):
@@ -114,7 +115,7 @@ def _may_report(nodes: tuple[ast.AST, ...]) -> bool:
             named = [v for e in node.elts if (v := _ast_npu_value(e)) is not None]
             if len(named) != len(set(named)):
                 return True
-        elif imports_ray and isinstance(node, ast.Call) and any(
+        elif names_collective and isinstance(node, ast.Call) and any(
                 isinstance(a, ast.Constant) and isinstance(a.value, str) and a.value.lower() == "hccl"
                 for a in [*node.args, *(k.value for k in node.keywords)]):
             return True
@@ -173,14 +174,17 @@ class BrokenDeviceDispatch(PythonRule):
             return False
         if not facts.unsure and not _may_hold_two_npu_values(facts.strings):
             return False
+        # Ray's shape: the call given "hccl" resolves to ray.util.collective, which spells every part of
+        # that name in the code (an import, an attribute chain), whatever the aliases.
+        names_collective = facts.may_name(_RAY_COLLECTIVE)
         literals = facts.literals
-        if literals is not None and not _may_report_lexically(literals, facts.imports_root("ray")):
+        if literals is not None and not _may_report_lexically(literals, names_collective):
             return False
         # Then the shapes it reports, looked for on Python's ast, more loosely than the rule does (any two
         # equal NPU tests in the file, any call given "hccl" in a file that imports Ray): a converted file
         # names the NPU all over, and most have none of them.
         nodes = facts.nodes
-        return nodes is None or _may_report(nodes)
+        return nodes is None or _may_report(nodes, names_collective)
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         value = _npu_value(node.body)
@@ -245,7 +249,7 @@ class BrokenDeviceDispatch(PythonRule):
 
     def visit_Call(self, node: cst.Call) -> None:
         name = self.ctx.resolve(node.func) or ""
-        if not name.startswith("ray.util.collective."):
+        if not name.startswith(_RAY_COLLECTIVE + "."):
             return
         for arg in node.args:
             value = string_value(arg.value)

@@ -62,9 +62,10 @@ def _check_screens(source: str) -> None:
     facts, nodes = _facts(source)
     if not nodes:
         return
-    if _may_report(nodes):
+    collective = facts.may_name("ray.util.collective")
+    if _may_report(nodes, collective):
         assert _may_hold_two_npu_values(facts.strings), source
-        assert facts.literals is not None and _may_report_lexically(facts.literals, facts.imports_root("ray")), source
+        assert facts.literals is not None and _may_report_lexically(facts.literals, collective), source
     imports = facts.code_imports
     if imports is not None and _may_name_a_missing_api(nodes, lambda prefixes: _outermost_chains(nodes, prefixes)):
         assert _may_name_a_missing_api(imports, facts.dotted_chains), source

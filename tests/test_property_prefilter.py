@@ -65,6 +65,8 @@ CHECK_SOURCES = {
     "escaped_values.py": 'if d == "\\x6epu":\n    pass\nelif d == "n\\x70u":\n    pass\n',
     "continued_value.py": 'device = ["\\\nnpu", "npu"]\n',
     "ray_hccl.py": 'import ray.util.collective as col\ncol.init_collective_group(2, 0, "Hccl")\n',
+    "ray_hccl_module.py": 'from ray.util import collective\ncollective.init_collective_group(2, 0, backend="HCCL")\n',
+    "ray_hccl_alias.py": 'import torch\nfrom ray.util.collective import init_collective_group as icg\nicg(2, 0, "hccl")\n',
     "npu_alias.py": 'import torch\nfrom torch import npu as dev\ndev.synchronise()\n',
 }
 
@@ -76,6 +78,13 @@ def test_the_check_rules_triggers_hold_what_they_report(name):
     found = Engine(EVERY_RULE, prefilter=False).convert(data, name, "python").outcome.findings
     expected = "unknown-npu-api" if name == "npu_alias.py" else "broken-device-dispatch"
     assert expected in {f.rule for f in found}
+
+
+def test_hccl_in_a_ray_file_reaches_broken_device_dispatch_only_where_ray_util_collective_may_be_named():
+    engine = Engine(Settings(select=("broken-device-dispatch",)))
+    torch_group = b'import ray\nimport torch.distributed as dist\ndist.init_process_group(backend="hccl")\n'
+    assert engine.needs_parse(torch_group, "python") == []  # torch.distributed takes "hccl": nothing to report
+    assert engine.needs_parse(CHECK_SOURCES["ray_hccl_alias.py"].encode(), "python")
 
 
 @pytest.mark.slow  # every rule over every fixture
