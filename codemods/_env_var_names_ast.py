@@ -12,7 +12,15 @@ from typing import Any, Optional
 
 from npu_port.codemods._env_table import EnvVarTable
 from npu_port.codemods.env_var_names import EnvVarNames
-from npu_port.transpiler.analysis.ast_source import AstImports, Decline, Source, call_arguments, dotted, plain_string
+from npu_port.transpiler.analysis.ast_source import (
+    AstImports,
+    Decline,
+    FStringDepth,
+    Source,
+    call_arguments,
+    dotted,
+    plain_string,
+)
 from npu_port.transpiler.analysis.env_positions import (
     COPY_FUNCTIONS,
     ENVIRON,
@@ -183,7 +191,7 @@ def _keyword_names(node: ast.Call) -> Iterator[EnvName]:
             yield k, k.arg
 
 
-class AstEnvVarNames:
+class AstEnvVarNames(FStringDepth):
     ID = EnvVarNames.ID
 
     def __init__(self, ctx: AstContext):
@@ -193,7 +201,6 @@ class AstEnvVarNames:
         self._renames: dict[int, tuple[str, Optional[str]]] = {}
         self._seen: set[int] = set()
         self._siblings: dict[int, frozenset[str]] = {}
-        self._fstrings = 0
 
     def _note(self, node: Any, message: str, **kw: Any) -> None:
         if self._fstrings:
@@ -213,12 +220,6 @@ class AstEnvVarNames:
             else:
                 self._note(node, f"{name} has no {self.ctx.target} equivalent; left as is", severity="warning",
                            hint=row.hint)
-
-    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
-        self._fstrings += 1
-
-    def leave_JoinedStr(self, node: ast.JoinedStr) -> None:
-        self._fstrings -= 1
 
     def visit_Assign(self, node: ast.Assign) -> None:
         self.positions.track_assignment(list(node.targets), node.value)

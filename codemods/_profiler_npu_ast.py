@@ -15,12 +15,12 @@ from npu_port.codemods.profiler_npu import (
     ProfilerToNpu,
     profiler_table,
 )
-from npu_port.transpiler.analysis.ast_source import Decline, Position
+from npu_port.transpiler.analysis.ast_source import Decline, FStringDepth, Position
 from npu_port.transpiler.analysis.dispatch import NEEDS_TORCH_NPU
 from npu_port.transpiler.core.rules import TORCH_NPU_WORD, AstContext
 
 
-class AstProfilerToNpu:
+class AstProfilerToNpu(FStringDepth):
     ID = ProfilerToNpu.ID
 
     def __init__(self, ctx: AstContext):
@@ -28,13 +28,6 @@ class AstProfilerToNpu:
         self.table = profiler_table(ctx.target)
         self.profile_moved = False
         self._method_uses: list[tuple[ast.Attribute, bool]] = []  # (use, inside an f-string)
-        self._fstrings = 0
-
-    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
-        self._fstrings += 1
-
-    def leave_JoinedStr(self, node: ast.JoinedStr) -> None:
-        self._fstrings -= 1
 
     def _at(self, node: ast.AST, in_fstring: bool = False) -> Position:
         if in_fstring or self._fstrings:

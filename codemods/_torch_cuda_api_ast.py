@@ -13,14 +13,14 @@ from typing import Optional
 
 from npu_port.codemods._torch_cuda_table import CUDA_ROOT, is_cuda_name, table_for
 from npu_port.codemods.torch_cuda_api import TorchCudaApi
-from npu_port.transpiler.analysis.ast_source import Decline, dotted, leftmost
+from npu_port.transpiler.analysis.ast_source import Decline, FStringDepth, dotted, leftmost
 from npu_port.transpiler.analysis.dispatch import NEEDS_TORCH_NPU
 from npu_port.transpiler.core.rules import TORCH_NPU_WORD, AstContext
 
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
-class AstTorchCudaApi:
+class AstTorchCudaApi(FStringDepth):
     ID = TorchCudaApi.ID
 
     def __init__(self, ctx: AstContext):
@@ -29,7 +29,6 @@ class AstTorchCudaApi:
         self.table = table_for(ctx.target, ctx.options.rules_files)
         self._inner: set[int] = set()
         self._functions: list[ast.AST] = []
-        self._fstrings = 0  # f-strings being walked through: ast's positions inside them are not LibCST's
         self._rendered: dict[int, Optional[str]] = {}
         self._plans: dict[int, str] = {}  # id(node) -> the NPU name it would be renamed to
         self._staying = TorchCudaApi.staying_names(self.table, ctx.text)
@@ -41,12 +40,6 @@ class AstTorchCudaApi:
 
     def _report(self, node: ast.AST, message: str, hint: str, severity="warning") -> None:
         self.ctx.note_at(*self._at(node), self.ID, message, severity=severity, hint=hint)
-
-    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
-        self._fstrings += 1
-
-    def leave_JoinedStr(self, node: ast.JoinedStr) -> None:
-        self._fstrings -= 1
 
     # -- uses -------------------------------------------------------------------------------
     def visit_Attribute(self, node: ast.Attribute) -> None:

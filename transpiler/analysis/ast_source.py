@@ -22,6 +22,19 @@ class Decline(Exception):
     """This file's answer may differ from LibCST's: convert it with LibCST."""
 
 
+class FStringDepth:
+    """For a twin: how many f-strings the walk is inside (`_fstrings`). Python 3.11 places the nodes
+    inside an f-string otherwise than LibCST does, so a twin declines to report there."""
+
+    _fstrings = 0
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        self._fstrings += 1
+
+    def leave_JoinedStr(self, node: ast.JoinedStr) -> None:
+        self._fstrings -= 1
+
+
 _SCOPES = (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)
 _SIMPLE = (ast.Import, ast.ImportFrom)
 
