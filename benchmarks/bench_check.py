@@ -2,8 +2,8 @@
 
     python benchmarks/bench_check.py TREE [TREE ...] [--rounds R]
 
-For each tree, each command runs as its own process from an empty scratch folder (so the default
-cache, ./.npu-port-cache, starts empty there) with one job:
+For each tree, each command runs as its own process from an empty scratch folder, whose `xdg` folder is
+its user cache folder (XDG_CACHE_HOME: the default cache starts empty there), with one job:
   convert      `convert TREE --out OUT --no-cache -j 1`
   nocache      `check TREE --no-cache` (like for like with convert --no-cache: the ratio is of these two)
   check        `check TREE` (cold: its cache empty; it fills the cache as it goes)
@@ -45,7 +45,7 @@ def each(argv: list[str], fresh_cache: bool, works: list[Path], envs: list[dict[
     for _ in range(rounds):
         for k, (work, env) in enumerate(zip(works, envs)):
             if fresh_cache:
-                shutil.rmtree(work / ".npu-port-cache", ignore_errors=True)
+                shutil.rmtree(work / "xdg" / "npu-port", ignore_errors=True)
             times[k].append(cpu_of([a.replace("{work}", str(work)) for a in argv], work, env))
     return [pick(t) for t in times]
 
@@ -74,6 +74,7 @@ def main() -> None:
                 work.mkdir()
                 env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
                 env["PYTHONPYCACHEPREFIX"] = str(work / "pycache")
+                env["XDG_CACHE_HOME"] = str(work / "xdg")
                 if checkout is not None:
                     env["PYTHONPATH"] = str(checkout)
                 envs.append(env)

@@ -17,6 +17,7 @@ from npu_port.transpiler.core.files import bracket_depth_exceeds, python2_hint
 from npu_port.transpiler.core.settings import Settings
 
 SETTINGS = Settings(jobs=2)
+SECRET = bytes(range(32))  # a cache key of the tests' own
 
 
 def _tree(tmp_path):
@@ -60,7 +61,7 @@ def test_warm_cache_answers_every_parsed_file_without_a_worker(tmp_path, monkeyp
     files = list(discover([src]))
     rules = Engine(SETTINGS).rules
     cache_root = tmp_path / "cache"
-    cold = run(files, SETTINGS, lambda s, c, o: None, rules, RunConfig(cache=Cache(cache_root)))
+    cold = run(files, SETTINGS, lambda s, c, o: None, rules, RunConfig(cache=Cache(cache_root, SECRET)))
     parsed = [o for o in cold.outcomes if o.status in ("converted", "unchanged")]
     assert len(parsed) == 12 and cold.cache_hits == 0
 
@@ -70,7 +71,7 @@ def test_warm_cache_answers_every_parsed_file_without_a_worker(tmp_path, monkeyp
     monkeypatch.setattr(runner, "ProcessExecutor", no_workers)
     got = {}
     warm = run(files, SETTINGS, lambda s, c, o: got.__setitem__(s.display, c.output), rules,
-               RunConfig(cache=Cache(cache_root)))
+               RunConfig(cache=Cache(cache_root, SECRET)))
     assert warm.cache_hits == 12
     assert [(o.path, o.status, o.findings) for o in warm.outcomes] == \
         [(o.path, o.status, o.findings) for o in cold.outcomes]
@@ -100,7 +101,7 @@ def test_a_rerun_reads_only_the_files_whose_metadata_changed(tmp_path, monkeypat
     files = list(discover([src]))
     rules = Engine(SETTINGS).rules
     cache_root = tmp_path / "cache"
-    cold = run(files, SETTINGS, lambda s, c, o: None, rules, RunConfig(cache=Cache(cache_root)))
+    cold = run(files, SETTINGS, lambda s, c, o: None, rules, RunConfig(cache=Cache(cache_root, SECRET)))
 
     changed = src / "p03.py"
     changed.write_text(PLAIN_MODULE.format(i=3) + "x = torch.zeros(1).cuda()\n")
@@ -113,7 +114,7 @@ def test_a_rerun_reads_only_the_files_whose_metadata_changed(tmp_path, monkeypat
 
     monkeypatch.setattr(runner, "open", counting_open, raising=False)
     monkeypatch.setattr(runner, "ProcessExecutor", _Recording)
-    warm = run(files, SETTINGS, lambda s, c, o: None, rules, RunConfig(cache=Cache(cache_root)))
+    warm = run(files, SETTINGS, lambda s, c, o: None, rules, RunConfig(cache=Cache(cache_root, SECRET)))
     with_news = {o.path for o in cold.outcomes if o.findings or o.status == "converted"}
     assert set(reads) == with_news | {str(changed)}  # the changed file, and the bytes behind reports
     assert [o.status for o in warm.outcomes if o.path != str(changed)] == \
@@ -130,11 +131,11 @@ def test_a_file_modified_just_before_the_index_was_written_is_read_again(tmp_pat
     # The index is written within its racy window of the files' last change, however long the run takes.
     last_change = max(f.path.stat().st_mtime_ns for f in files)
     monkeypatch.setattr(StatIndex, "clock", staticmethod(lambda: last_change + StatIndex.RACY_NS // 2))
-    run(files, SETTINGS, lambda s, c, o: None, rules, RunConfig(cache=Cache(tmp_path / "cache")))
+    run(files, SETTINGS, lambda s, c, o: None, rules, RunConfig(cache=Cache(tmp_path / "cache", SECRET)))
     reads = []
     monkeypatch.setattr(runner, "open", lambda p, *a, **k: reads.append(p) or builtins.open(p, *a, **k),
                         raising=False)
-    run(files, SETTINGS, lambda s, c, o: None, rules, RunConfig(cache=Cache(tmp_path / "cache")))
+    run(files, SETTINGS, lambda s, c, o: None, rules, RunConfig(cache=Cache(tmp_path / "cache", SECRET)))
     assert len(reads) >= len(files)
 
 
@@ -150,7 +151,7 @@ def test_a_run_keeps_only_the_most_recently_used_fingerprint_folders(tmp_path):
     mine = cache_root / "notes"  # not a fingerprint: never touched
     mine.mkdir()
     rules = Engine(SETTINGS).rules
-    run(list(discover([src])), SETTINGS, lambda s, c, o: None, rules, RunConfig(cache=Cache(cache_root)))
+    run(list(discover([src])), SETTINGS, lambda s, c, o: None, rules, RunConfig(cache=Cache(cache_root, SECRET)))
     kept = sorted(p.name for p in cache_root.iterdir() if p.is_dir())
     used = fingerprint(SETTINGS, rules)
     assert kept == sorted([used, "notes", *(f.name for f in old[-(KEEP_FINGERPRINTS - 1):])])
@@ -235,14 +236,16 @@ def test_progress_is_a_bar_on_a_terminal_plain_lines_in_logs_and_nothing_when_qu
     assert "3/3" not in text  # the summary follows instead
 
 
-def test_the_default_cache_stays_out_of_an_input_tree_that_must_not_change(tmp_path, monkeypatch):
-    from npu_port.transpiler.bulk.cache import CACHE_DIR_NAME, default_cache_dir
-
+def test_the_default_cache_is_the_users_and_never_in_an_input_tree_or_the_current_folder(tmp_path, monkeypatch):
     src = tmp_path / "repo"
     src.mkdir()
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path / "xdg"))
-    monkeypatch.chdir(tmp_path)
-    assert default_cache_dir([src], writes_inputs=False) == tmp_path / CACHE_DIR_NAME
-    monkeypatch.chdir(src)
-    assert default_cache_dir([src], writes_inputs=False) == tmp_path / "xdg" / "npu-port"
-    assert default_cache_dir([src], writes_inputs=True) == src / CACHE_DIR_NAME
+    for here in (tmp_path, src):
+        monkeypatch.chdir(here)
+        cache = Cache.open(None, [src])
+        assert cache is not None and cache.root == tmp_path / "xdg" / "npu-port"
+        assert (cache.root.stat().st_mode & 0o777) == 0o700
+    assert not list(tmp_path.glob("**/.npu-port-cache"))
+    # The user's cache folder inside the tree being converted: no cache rather than one in the tree.
+    monkeypatch.setenv("XDG_CACHE_HOME", str(src / ".cache"))
+    assert Cache.open(None, [src]) is None

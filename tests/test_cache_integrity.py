@@ -272,7 +272,7 @@ def test_a_file_name_that_is_not_utf8_goes_through_the_cache_and_the_summary(tmp
     (src / "good.py").write_bytes(b"x = y.cuda()\n")
     _age(src)
     env = dict(os.environ, PYTHONPATH=str(ROOT), PYTHONIOENCODING="utf-8")
-    for run in ("cold", "warm"):  # the default cache (./.npu-port-cache): written, then read back
+    for run in ("cold", "warm"):  # the default cache (the user's): written, then read back
         proc = subprocess.run([sys.executable, "-m", "npu_port.transpiler", "convert", "repo", "--out", f"out-{run}",
                                "--summary", summary], cwd=tmp_path, env=env, capture_output=True, timeout=120)
         err = proc.stderr.decode("utf-8", "replace")
@@ -282,6 +282,7 @@ def test_a_file_name_that_is_not_utf8_goes_through_the_cache_and_the_summary(tmp
         assert converted.read_bytes() == b"x = y.npu()\n"
         shown = (tmp_path / summary).read_text(encoding="utf-8")
         assert "repo/bad\\xff.py" in shown and "repo/good.py" in shown
-    assert list((tmp_path / ".npu-port-cache").glob("*/??/*"))
-    index = next((tmp_path / ".npu-port-cache").glob("*/stat-index.json"))
+    cache = Path(os.environ["XDG_CACHE_HOME"]) / "npu-port"
+    assert list(cache.glob("*/??/*"))
+    index = next(cache.glob("*/stat-index.json"))
     assert os.fsdecode(b"bad\xff.py") in json.loads(index.read_bytes())["files"]

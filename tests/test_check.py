@@ -176,12 +176,15 @@ def test_no_cache_leaves_no_cache_folder_and_finds_the_same(fake_rules, tmp_path
     tree = tmp_path / "proj"
     tree.mkdir()
     (tree / "train.py").write_text(GPU_SOURCE, encoding="utf-8")
-    monkeypatch.chdir(tmp_path)  # outside the tree: a cached run writes ./.npu-port-cache
+    monkeypatch.chdir(tmp_path)
+    cache = tmp_path / "xdg" / "npu-port"
+    monkeypatch.setenv("XDG_CACHE_HOME", str(cache.parent))  # a cached run writes the user's cache folder
     args = ["check", "--isolated", "--output-format", "json", *FAKES, str(tree)]
     plain = run_cli(*args, "--no-cache")
-    assert not (tmp_path / ".npu-port-cache").exists()
+    assert not cache.exists()
     cached = run_cli(*args)
-    assert (tmp_path / ".npu-port-cache").is_dir()
+    assert list(cache.glob("*/??/*"))
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["proj", "xdg"]
     assert plain.exit_code == cached.exit_code == 1
     assert json.loads(plain.stdout)["findings"] == json.loads(cached.stdout)["findings"]
 

@@ -9,15 +9,26 @@ format version, the fingerprint, the path, language and input digest it was made
 the payload's length and a checksum over all of it. An entry that does not verify (truncated,
 corrupted, another file's entry, malformed) is a miss counted as damaged: the file is converted again
 and the entry rewritten, and the run warns once.
+
+The cache is not an input: whoever can write files where it lives must not decide an output. So it
+lives in the user's cache folder (never the current folder or a tree being converted, which a
+repository could ship one in), made private; every entry and stat-index entry carries a MAC keyed with
+a secret only this user's runs can read (`secret`), so an entry that any other hand wrote (a
+committed cache, a copy from another machine) never verifies; and every cache file is opened without
+following links, checked to be a regular file and read within a bound, so a FIFO or /dev/zero planted
+there is damage, never a hang. A folder named with --cache-dir is used only if it is empty, new, or
+already marked as npu-port's (CACHEDIR.TAG): pruning and marking never touch a user's own folder.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import hashlib
+import hmac
 import json
 import os
 import re
+import stat
 import sys
 import time
 from collections.abc import Sequence
@@ -26,19 +37,155 @@ from pathlib import Path
 from typing import Any, Optional
 
 from npu_port.transpiler import __version__
-from npu_port.transpiler.core.files import atomic_write, is_within
+from npu_port.transpiler.core.files import NotReplaceable, atomic_write, is_within
 from npu_port.transpiler.core.report import FINDING_KINDS, SEVERITIES, STATUSES, FileOutcome, Finding, OutcomeLanguage
 from npu_port.transpiler.core.rule_catalog import RuleLike, as_spec
 from npu_port.transpiler.core.settings import Settings
 
-CACHE_DIR_NAME = ".npu-port-cache"
-_FORMAT = 2
+_FORMAT = 3  # 3: keyed MACs (a format-2 entry never verifies)
 # How many fingerprint folders (versions of the code, rules and settings) a cache keeps: after each run
 # the ones used least recently go, so a cache does not grow with every upgrade or settings change.
 KEEP_FINGERPRINTS = 4
 _FINGERPRINT_NAME = re.compile(r"[0-9a-f]{32}")
 # Run mechanics that never change what a file converts to.
 _IRRELEVANT_SETTINGS = frozenset({"jobs"})
+# Bounds on what a cache read may take: an entry holds one converted file (inputs are at most
+# --max-bytes, 5 MiB by default), the stat index one line per file of a tree.
+MAX_ENTRY_BYTES = 64 * 1024 * 1024
+MAX_INDEX_BYTES = 256 * 1024 * 1024
+_SECRET_NAME = "secret.key"
+_SECRET_BYTES = 32
+_TAG_NAME = "CACHEDIR.TAG"
+_TAG = ("Signature: 8a477f597d28d172789f06886806bc55\n"
+        "# This directory is a cache of npu-port results; see https://bford.info/cachedir/\n")
+_MARK = b"npu-port"  # what makes a CACHEDIR.TAG npu-port's own
+
+
+class CacheRefused(Exception):
+    """A folder named as the cache that the tool must not use (another tool's or the user's own)."""
+
+
+class NotRegular(OSError):
+    """A cache file that is a link, FIFO, device or folder, or larger than its bound: damage."""
+
+
+def read_bounded(path: Path, limit: int) -> bytes:
+    """The bytes of the regular file `path`, opened without following a link and without blocking on a
+    FIFO, and only if it holds at most `limit` bytes; FileNotFoundError if there is none, NotRegular for
+    anything else that is there. Nothing is read before the type and size are known."""
+    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if isinstance(exc, FileNotFoundError):
+            raise
+        raise NotRegular(exc.errno, f"cannot open {path}: {exc.strerror}") from None
+    with os.fdopen(fd, "rb") as fh:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            raise NotRegular(0, f"{path} is not a regular file of at most {limit} bytes")
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise NotRegular(0, f"{path} grew past {limit} bytes")
+    return data
+
+
+def _write_entry(path: Path, data: bytes) -> None:
+    """Replace the cache file `path` by rename, readable by this user alone. Whatever is there that is
+    no regular file (a FIFO, a link to a device) is removed first, never written through. A cache that
+    cannot be written only costs speed."""
+    for _ in range(2):
+        try:
+            atomic_write(path, data, 0o600, durable=False, streams=False)
+            return
+        except NotReplaceable:
+            try:
+                os.unlink(path)
+            except OSError:
+                return
+        except OSError:
+            return
+
+
+def user_cache_dir() -> Path:
+    """The user's cache folder for npu-port ($XDG_CACHE_HOME/npu-port, else ~/.cache/npu-port)."""
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "npu-port"
+
+
+def _private(st: os.stat_result) -> bool:
+    return st.st_uid == os.getuid() and not st.st_mode & 0o077 if hasattr(os, "getuid") else True
+
+
+def user_secret() -> Optional[bytes]:
+    """This user's cache key: 32 random bytes in a file of the user's cache folder that only the user
+    can read, made on first use (written aside and linked into place, so two first runs agree on one).
+    None where there is none to be had (no home, a read-only one, a key file someone else could have
+    written): the run then goes without a cache."""
+    folder = user_cache_dir()
+    path = folder / _SECRET_NAME
+    for _ in range(2):
+        try:
+            data = read_bounded(path, _SECRET_BYTES)
+            st = os.lstat(path)
+        except FileNotFoundError:
+            pass
+        except OSError:
+            return None
+        else:
+            return data if len(data) == _SECRET_BYTES and _private(st) else None
+        try:
+            _claim(folder)
+            tmp = folder / f".{_SECRET_NAME}.{os.getpid()}"
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
+            try:
+                with os.fdopen(fd, "wb") as fh:
+                    fh.write(os.urandom(_SECRET_BYTES))
+                try:
+                    os.link(tmp, path)  # never over a key another run made meanwhile: that one wins
+                except FileExistsError:
+                    pass
+            finally:
+                os.unlink(tmp)
+        except (OSError, CacheRefused):
+            return None
+    return None
+
+
+def _is_ours(root: Path) -> bool:
+    try:
+        return _MARK in read_bounded(root / _TAG_NAME, 4096)
+    except OSError:
+        return False
+
+
+def _claim(root: Path) -> None:
+    """Make `root` npu-port's cache folder, or CacheRefused: created (private) where it is missing, used
+    where it is marked as npu-port's, marked where it is an empty folder of this user's; never a link,
+    another user's folder, or a folder holding anything else (whose sub-folders pruning could remove)."""
+    try:
+        st = os.lstat(root)
+    except FileNotFoundError:
+        try:
+            root.mkdir(mode=0o700, parents=True)
+        except FileExistsError:
+            pass
+        except OSError as exc:
+            raise CacheRefused(f"cannot create it: {exc.strerror}") from None
+        st = os.lstat(root)
+    if stat.S_ISLNK(st.st_mode) or not stat.S_ISDIR(st.st_mode):
+        raise CacheRefused("it is not a folder (a link or a file)")
+    if hasattr(os, "getuid") and st.st_uid != os.getuid():
+        raise CacheRefused("it belongs to another user")
+    if _is_ours(root):
+        return
+    try:
+        if any(root.iterdir()):
+            raise CacheRefused("it is a folder that is not npu-port's cache and is not empty")
+        (root / _TAG_NAME).write_text(_TAG)
+        (root / ".gitignore").write_text("# Created by npu-port; safe to delete.\n*\n")
+    except OSError as exc:
+        raise CacheRefused(f"cannot write to it: {exc.strerror}") from None
 
 
 def _utf8(text: str) -> bytes:
@@ -125,9 +272,10 @@ class StatIndex:
     change within the same clock tick as the recorded one is never missed; an untrusted entry only
     costs a read.
 
-    Each entry is `[size, mtime_ns, ctime_ns, ino, value, seal]`, the seal a hash of the path it is
-    filed under, the index's time and the other fields: an entry that is malformed, moved to another
-    path or altered is dropped (counted in `damaged`) and the file is read again."""
+    Each entry is `[size, mtime_ns, ctime_ns, ino, value, seal]`, the seal a MAC (keyed with the user's
+    secret) of the path it is filed under, the index's time and the other fields: an entry that is
+    malformed, moved to another path, altered or written by anyone else is dropped (counted in
+    `damaged`) and the file is read again."""
 
     RACY_NS = 2_000_000_000
     NAME = "stat-index.json"
@@ -135,15 +283,18 @@ class StatIndex:
     # long a run took.
     clock = staticmethod(time.time_ns)
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, secret: bytes):
         self.path = path
+        self._secret = secret
         self._old: dict[str, list] = {}
         self._written_ns = 0
         self.damaged = 0  # entries that did not verify (a whole unreadable index counts once)
         try:
-            raw = path.read_bytes()
-        except OSError:
+            raw: Optional[bytes] = read_bounded(path, MAX_INDEX_BYTES)
+        except FileNotFoundError:
             raw = None  # no index yet: nothing damaged
+        except OSError:
+            raw = b""  # a link, FIFO, device or giant: damage, never read
         if raw is not None:
             self._load(raw)
         self._now: dict[str, list] = {}
@@ -178,9 +329,8 @@ class StatIndex:
             return None
         return fields
 
-    @staticmethod
-    def _seal(written_ns: int, rel: str, fields: list) -> str:
-        h = hashlib.blake2b(digest_size=8)
+    def _seal(self, written_ns: int, rel: str, fields: list) -> str:
+        h = hashlib.blake2b(digest_size=8, key=self._secret)
         h.update(f"{_FORMAT}\0{written_ns}\0{fields[0]}\0{fields[1]}\0{fields[2]}\0{fields[3]}\0{fields[4]}\0".encode())
         h.update(_utf8(rel))
         return h.hexdigest()
@@ -209,10 +359,7 @@ class StatIndex:
         written = self.clock()
         files = {rel: [*fields, self._seal(written, rel, fields)] for rel, fields in self._now.items()}
         data = json.dumps({"format": _FORMAT, "written_ns": written, "files": files}).encode()
-        try:
-            atomic_write(self.path, data, 0o644, durable=False)
-        except OSError:
-            pass
+        _write_entry(self.path, data)
 
 
 # What a cached outcome may say (core/report.py's words); anything else in an entry makes it damaged.
@@ -220,9 +367,9 @@ _FINDING_TYPES = tuple({"int": int, "str": str, "Severity": str, "FindingKind": 
                        for f in dataclasses.fields(Finding)[1:])  # after `file`, which the reader gives
 
 
-def _checksum(header: dict, payload: bytes) -> str:
-    """Over every header field but the checksum itself, and the payload."""
-    h = hashlib.blake2b(digest_size=16)
+def _checksum(secret: bytes, header: dict, payload: bytes) -> str:
+    """A MAC over every header field but the checksum itself, and the payload."""
+    h = hashlib.blake2b(digest_size=16, key=secret)
     h.update(json.dumps(header, sort_keys=True).encode())
     h.update(b"\n")
     h.update(payload)
@@ -243,11 +390,13 @@ def _finding(display: str, raw: Any) -> Finding:
 
 
 class Cache:
-    """Entries live under `root/<fingerprint>/`; a run with other settings or code uses another folder."""
+    """Entries live under `root/<fingerprint>/`; a run with other settings or code uses another folder.
+    `secret` keys every MAC (the user's, `user_secret`); `open` makes one for a run."""
 
-    def __init__(self, root: Path):
+    def __init__(self, root: Path, secret: bytes):
         self.root = root
         self.hits = 0
+        self._secret = secret
         self._made = False
         self._indexes: dict[str, StatIndex] = {}
         self._damaged: set[Path] = set()  # entries found damaged this run (each counted once)
@@ -267,7 +416,7 @@ class Cache:
     def index(self, fingerprint: str) -> StatIndex:
         found = self._indexes.get(fingerprint)
         if found is None:
-            found = self._indexes[fingerprint] = StatIndex(self.root / fingerprint / StatIndex.NAME)
+            found = self._indexes[fingerprint] = StatIndex(self.root / fingerprint / StatIndex.NAME, self._secret)
         return found
 
     def save_indexes(self) -> None:
@@ -284,11 +433,13 @@ class Cache:
             display: str) -> Optional[tuple[FileOutcome, Optional[bytes]]]:
         path = self._entry(fingerprint, rel, language, digest)
         try:
-            raw = path.read_bytes()
-        except OSError:
+            raw: Optional[bytes] = read_bounded(path, MAX_ENTRY_BYTES)
+        except (FileNotFoundError, PermissionError, NotADirectoryError):
             return None  # not there (or unreadable): an ordinary miss
+        except OSError:
+            raw = None  # a link, FIFO, device or giant: damage, never read
         try:
-            found = self._verified(raw, fingerprint, rel, language, digest, display)
+            found = self._verified(raw, fingerprint, rel, language, digest, display) if raw is not None else None
         except (ValueError, KeyError, TypeError, RecursionError):
             found = None
         if found is None:
@@ -301,8 +452,7 @@ class Cache:
         self.hits += 1
         return found
 
-    @staticmethod
-    def _verified(raw: bytes, fingerprint: str, rel: str, language: OutcomeLanguage, digest: str,
+    def _verified(self, raw: bytes, fingerprint: str, rel: str, language: OutcomeLanguage, digest: str,
                   display: str) -> Optional[tuple[FileOutcome, Optional[bytes]]]:
         head, newline, body = raw.partition(b"\n")
         if not newline:
@@ -314,7 +464,7 @@ class Cache:
         if not (doc.get("format") == _FORMAT and doc.get("fingerprint") == fingerprint and doc.get("rel") == rel
                 and doc.get("language") == language and doc.get("digest") == digest
                 and _is_int(doc.get("length")) and doc["length"] == len(body)
-                and isinstance(claimed, str) and claimed == _checksum(doc, body)):
+                and isinstance(claimed, str) and hmac.compare_digest(claimed, _checksum(self._secret, doc, body))):
             return None
         status, error, changed, findings = doc["status"], doc["error"], doc["changed"], doc["findings"]
         if not (status in STATUSES and isinstance(error, str) and isinstance(changed, bool)
@@ -335,13 +485,9 @@ class Cache:
             "findings": [list(dataclasses.astuple(f)[1:]) for f in outcome.findings],
             "length": len(payload),
         }
-        doc["checksum"] = _checksum(doc, payload)
+        doc["checksum"] = _checksum(self._secret, doc, payload)
         data = json.dumps(doc, sort_keys=True).encode() + b"\n" + payload
-        path = self._entry(fingerprint, rel, language, digest)
-        try:
-            atomic_write(path, data, 0o644, durable=False)
-        except OSError:
-            return  # a cache that cannot be written only costs speed
+        _write_entry(self._entry(fingerprint, rel, language, digest), data)
 
     def prune(self, in_use: Sequence[str]) -> None:
         """Mark the fingerprint folders this run used as recent and remove all but the KEEP_FINGERPRINTS
@@ -363,24 +509,20 @@ class Cache:
     def _prepare(self) -> None:
         self._made = True
         try:
-            self.root.mkdir(parents=True, exist_ok=True)
-            ignore = self.root / ".gitignore"
-            if not ignore.exists():
-                ignore.write_text("# Created by npu-port; safe to delete.\n*\n")
-            tag = self.root / "CACHEDIR.TAG"
-            if not tag.exists():
-                tag.write_text("Signature: 8a477f597d28d172789f06886806bc55\n"
-                               "# This directory is a cache of npu-port results; see https://bford.info/cachedir/\n")
-        except OSError:
-            pass
+            _claim(self.root)
+        except CacheRefused:
+            pass  # written nowhere: the run only goes slower
 
-
-def default_cache_dir(inputs: Sequence[Path], writes_inputs: bool) -> Path:
-    """`.npu-port-cache` in the current folder, unless that lies inside an input tree that this run
-    must leave untouched: then the user cache folder, so the inputs gain no folder either."""
-    here = Path.cwd() / CACHE_DIR_NAME
-    inside = any(is_within(Path.cwd(), p) for p in inputs if p.is_dir())
-    if writes_inputs or not inside:
-        return here
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "npu-port"
+    @classmethod
+    def open(cls, root: Optional[Path], inputs: Sequence[Path]) -> Optional[Cache]:
+        """The cache for a run over `inputs`: in `root` (a --cache-dir, which must be npu-port's own,
+        empty or new, else CacheRefused saying why), or by default in the user's cache folder. None
+        where no cache can be trusted: no user secret, or a default folder inside an input tree."""
+        if root is None:
+            root = user_cache_dir()
+            if any(p.is_dir() and is_within(root, p) for p in inputs):
+                return None
+        else:
+            _claim(root)
+        secret = user_secret()
+        return cls(root, secret) if secret is not None else None

@@ -15,7 +15,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Optional
 
-from npu_port.transpiler.bulk.cache import Cache, default_cache_dir
+from npu_port.transpiler.bulk.cache import Cache
 from npu_port.transpiler.bulk.configured import discover_files, run_configured
 from npu_port.transpiler.bulk.runner import RunConfig, SourceFile
 from npu_port.transpiler.core.config import ProjectConfig
@@ -194,7 +194,7 @@ def run_check(paths: list[Path], config: ProjectConfig, jobs: int = 1,
     collect = _Collector()
     run_config = RunConfig(executor="inline" if jobs == 1 else "local")
     if cache and any(p.is_dir() and not p.is_symlink() for p in paths):
-        run_config.cache = Cache(default_cache_dir(paths, writes_inputs=False))
+        run_config.cache = Cache.open(None, paths)
     outcomes = run_configured(files, config, settings, collect, run_config).outcomes
     outcomes = [replace(o, findings=collect.fixed.get(o.path, o.findings)) for o in outcomes]
     return CheckReport(outcomes, collect.edits, collect.sources)

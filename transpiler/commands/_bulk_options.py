@@ -24,7 +24,8 @@ def bulk_options(fn):
                      help="Ray cluster to join (e.g. ray://head:10001 or auto); default: a local Ray."),
         click.option("--no-cache", is_flag=True, help="Neither read nor write the result cache."),
         click.option("--cache-dir", type=click.Path(path_type=Path),
-                     help="Where the result cache lives (default: ./.npu-port-cache)."),
+                     help="Where the result cache lives (default: the user's cache folder, ~/.cache/npu-port); "
+                          "a new or empty folder, or one npu-port made."),
         click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=DEFAULT_TIMEOUT,
                      show_default=True, metavar="SECONDS",
                      help="Give up on a file that takes more CPU time than this (it is reported as failed)."),

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Optional
 
 import click
 
-from npu_port.transpiler.bulk.cache import Cache, default_cache_dir
+from npu_port.transpiler.bulk.cache import Cache, CacheRefused
 from npu_port.transpiler.bulk.configured import discover_files, mirror_empty_folders, run_configured
 from npu_port.transpiler.bulk.runner import RunConfig, SourceFile
 from npu_port.transpiler.bulk.worker import Task, convert_task
@@ -96,7 +96,7 @@ def convert(ctx, paths, target, select, ignore, extras, keep_cuda, torch_version
     Use '-' to read stdin (Python unless --stdin-filename names another kind of file). A file that
     cannot be converted is named on stderr with the reason and the run goes on (exit status 1); on
     stdout, its input is written unchanged. Directories are converted in parallel (--jobs), with
-    results cached in .npu-port-cache (--no-cache).
+    results cached in the user's cache folder (--no-cache, --cache-dir).
     """
     if any(p is not None and str(p) == "-" for p in (out_arg, report_path, summary_path)):
         raise click.UsageError("--out, --report and --summary take file names ('-' is not stdout here)")
@@ -148,7 +148,10 @@ def convert(ctx, paths, target, select, ignore, extras, keep_cuda, torch_version
             _excluded(console, quiet, printable(str(paths[0])), echo=paths[0] if to_stdout else None)
         cache = None
         if not no_cache and not single:
-            cache = Cache(cache_dir or default_cache_dir(paths, writes_inputs=in_place))
+            try:
+                cache = Cache.open(cache_dir, paths)
+            except CacheRefused as exc:
+                raise click.UsageError(f"--cache-dir {printable(str(cache_dir))}: {exc}") from None
         run_config = RunConfig(executor=executor, timeout=timeout, cache=cache, ray_address=ray_address,
                                reporter=reporter_for(console, quiet, enabled=not single),
                                ordered=writer.to_stdout or show_diff)
