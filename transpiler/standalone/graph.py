@@ -21,12 +21,12 @@ from libcst.metadata import (
     MetadataWrapper,
     ParentNodeProvider,
     PositionProvider,
-    ScopeProvider,
 )
 
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.analysis.literals import is_main_guard
 from npu_port.transpiler.standalone.resolver import absolute_module
+from npu_port.transpiler.standalone.scopes import BindingScopeProvider
 
 BUILTIN_NAMES = frozenset(dir(builtins))
 # Names every module has; LibCST resolves some of them to builtins and some to nothing.
@@ -99,6 +99,9 @@ class Statement:
     decorator_ids: frozenset[int] = frozenset()  # ids of nodes inside this def/class's decorators
     dynamic_imports: list[tuple[int, int, str]] = field(default_factory=list)
     literal_value: bool = False  # an assignment whose value is a literal constant (not mutable state)
+    # Global names a public import binds here (`import random`, `from os import environ`, also in a try):
+    # objects outside the project, so a call or store on them is an effect, never project state.
+    import_binds: set[str] = field(default_factory=set)
 
 
 @dataclass
@@ -213,8 +216,8 @@ class ModuleAnalyzer:
         ast.parse(self.source)  # refuses pathological nesting before LibCST's native parser sees it
         wrapper = MetadataWrapper(cst.parse_module(self.source))
         module = wrapper.module
-        meta = wrapper.resolve_many([ScopeProvider, PositionProvider, ParentNodeProvider])  # one traversal
-        scopes = meta[ScopeProvider]
+        meta = wrapper.resolve_many([BindingScopeProvider, PositionProvider, ParentNodeProvider])  # one traversal
+        scopes = meta[BindingScopeProvider]
         self.positions = meta[PositionProvider]
         self.parents = meta[ParentNodeProvider]
         stmts = [Statement(i, node, self.positions[node].start.line) for i, node in enumerate(module.body)]
@@ -261,6 +264,8 @@ class ModuleAnalyzer:
                 st.binds.add(assignment.name)
                 if not isinstance(node, (cst.FunctionDef, cst.ClassDef)) and self._in_function(node):
                     rebound.add(assignment.name)
+                if isinstance(node, (cst.Import, cst.ImportFrom)):
+                    st.import_binds.add(assignment.name)
                 if isinstance(node, cst.Name):
                     st.binding_nodes.append(node)
                 elif isinstance(node, (cst.FunctionDef, cst.ClassDef)):
