@@ -113,7 +113,9 @@ def test_collisions_are_renamed_and_every_use_rewritten():
     tree = ast.parse(code)
     defs = [n.name for n in tree.body if isinstance(n, ast.FunctionDef)]
     # The script keeps its own `helper`; the local `helper_trainer` in report() is not shadowed.
-    assert defs == ["helper_trainer_2", "helper_text", "helper", "report"]
+    assert defs == ["_named", "helper_trainer_2", "helper_text", "helper", "report"]
+    # ... and a renamed function gets its own name back at run time (__name__, __qualname__).
+    assert 'helper_trainer_2 = _named(helper_trainer_2, "helper")' in code
     assert "return helper_text(f\"{helper_trainer_2(values)} {helper_trainer}\")" in code
 
 

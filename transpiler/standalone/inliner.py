@@ -28,6 +28,7 @@ from npu_port.transpiler.standalone.graph import (
     code_of,
 )
 from npu_port.transpiler.standalone.lazy import LazyPlan
+from npu_port.transpiler.standalone.renamed import NAMED_HELPER, restored
 from npu_port.transpiler.standalone.resolver import SourceResolver
 from npu_port.transpiler.standalone.symbols import Dunder, Project, Sym, display_path
 from npu_port.transpiler.standalone.verify import verify_standalone
@@ -195,9 +196,11 @@ class _Assembler:
             self.loaders[module] = _free_plain(f"_import_{module.replace('.', '_')}", taken)
             taken.add(self.loaders[module])
         self.runtime: dict[str, str] = {}  # the helper's own names, as free in this script
-        for name in ("_import_once", "_imported", "_import_lock"):
+        for name in ("_import_once", "_imported", "_import_lock", "_named"):
             self.runtime[name] = _free_plain(name, taken)
             taken.add(self.runtime[name])
+        self.taken = taken  # for the temporaries of renamed definitions' decorators
+        self.named_used = False  # whether a renamed def or class needs the helper that restores its name
         threading = _PublicImport("import", "threading", None, "threading")
         self.runtime["threading"] = by_identity.get(threading.identity) or _free_plain("threading", taken)
         if deferred and threading.identity not in by_identity:
@@ -268,9 +271,14 @@ class _Assembler:
                 value=f"{original.prefix}{original.quote}{code_of(expr)}{original.quote}")
         renames = {name: self.final[Sym(module, name)] for name in st.binds
                    if Sym(module, name) in self.final and self.final[Sym(module, name)] != name}
+        restore: dict[int, tuple[str, str]] = {}  # id(def or class renamed) -> (new name, own name)
         for node in st.binding_nodes:
             if node.value in renames:
                 replace[id(node)] = cst.Name(renames[node.value])
+                owner = info.parents.get(node)
+                if isinstance(owner, (cst.FunctionDef, cst.ClassDef)) and owner.name is node:
+                    restore[id(owner)] = (renames[node.value], node.value)
+                    self.named_used = True
         module_renames = {s.name: n for s, n in self.final.items() if s.module == module and s.name != n}
         for node in _global_names(st.node):
             if node.value in module_renames:
@@ -289,10 +297,18 @@ class _Assembler:
             name = self.final.get(target, target.name) if isinstance(target, Sym) else None
             if name and ref.scope_node is not None and name not in add_globals.setdefault(id(ref.scope_node), []):
                 add_globals[id(ref.scope_node)].append(name)
-        result = st.node.visit(_Replace(replace, add_globals))
+        result = st.node.visit(_Replace(replace, add_globals, restore, self._restored))
         if isinstance(result, cst.RemovalSentinel):
             return None
         return result
+
+    def _restored(self, node, new: str, old: str) -> cst.FlattenSentinel:
+        def temp() -> str:
+            name = _free_plain(f"_{new}_decorator", self.taken)
+            self.taken.add(name)
+            return name
+
+        return cst.FlattenSentinel(restored(node, new, old, self.runtime["_named"], temp))
 
     def _loaded_by(self, imports: Iterable[ProjectImport]) -> list[str]:
         """The deferred modules these imports run, in the order they run them."""
@@ -400,6 +416,8 @@ class _Assembler:
             new = self._rewrite(module, st)
             if new is None:
                 continue
+            first, *more = _statements(new)
+            new = first
             if module != previous:
                 # A module's code is split where it imports a module that runs code of its own in between.
                 again = module in modules
@@ -408,6 +426,7 @@ class _Assembler:
                     modules.append(module)
                 previous = module
             body.append(new)
+            body.extend(more)
         deferred = self._deferred_modules()
         if deferred:
             helper = cst.parse_module(_IMPORT_ONCE.format(**self.runtime)).body
@@ -416,6 +435,9 @@ class _Assembler:
             for module in deferred:
                 body.append(_with_block_comment(self._loader(module), f"# from {module} (runs where imported)"))
                 modules.append(module)
+        if self.named_used:
+            helper = cst.parse_module(NAMED_HELPER.format(named=self.runtime["_named"])).body
+            body[:0] = [_with_block_comment(helper[0], _NAMED_COMMENT), *helper[1:]]
         for key in sorted(self.closure.public_stars, key=lambda k: self.order.get(k, 0)):
             module, index = key
             star = self.project.module(module).statements[index].node
@@ -479,7 +501,7 @@ class _Assembler:
             new = self._rewrite(module, st)
             if new is None:
                 continue
-            body.append(new)
+            body.extend(_statements(new))
             bound = set(st.binds) | {i.local for i in st.imports if self.closure.becomes_assignment(module, i)}
             names += [self.final[Sym(module, n)] for n in sorted(bound) if Sym(module, n) in self.final]
             for ref in self.closure.stores.get((module, st.index), []):
@@ -489,10 +511,11 @@ class _Assembler:
         args = ", ".join([f'"{module}"', *(self.loaders[p] for p in parents)])
         lines = [f"@{self.runtime['_import_once']}({args})", f"def {self.loaders[module]}():"]
         lines += [f"    global {line}" for line in _wrapped(list(dict.fromkeys(names)), 100)]
-        if not body and not names:
-            lines.append("    pass")
-        node = cst.parse_statement("\n".join(lines) + "\n")
+        # Parsed with a `pass` (a def with no body does not parse), dropped once the module's code follows.
+        node = cst.parse_statement("\n".join([*lines, "    pass"]) + "\n")
         assert isinstance(node, cst.FunctionDef) and isinstance(node.body, cst.IndentedBlock)
+        if body or names:
+            node = node.with_changes(body=node.body.with_changes(body=node.body.body[:-1]))
         for i, stmt in enumerate(body):
             lines = _at_most_one_blank(stmt.leading_lines, first=i == 0)
             if i == 0 and isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
@@ -559,6 +582,15 @@ def {_import_once}(module, *packages):
 '''
 
 
+_NAMED_COMMENT = ("# Definitions renamed below to avoid a collision get their own names back (__name__, "
+                  "__qualname__).")
+
+
+def _statements(node) -> list[cst.BaseStatement]:
+    """A rewritten statement, or the several a renamed definition becomes."""
+    return list(node.nodes) if isinstance(node, cst.FlattenSentinel) else [node]
+
+
 class _Several:
     """A replacement of one small statement by several (an import that becomes assignments)."""
 
@@ -569,14 +601,19 @@ class _Several:
 class _Replace(cst.CSTTransformer):
     """Swaps nodes by identity; drops small statements marked for removal and keeps blocks non-empty."""
 
-    def __init__(self, replace: dict[int, object], add_globals: Optional[dict[int, list[str]]] = None):
+    def __init__(self, replace: dict[int, object], add_globals: Optional[dict[int, list[str]]] = None,
+                 restore: Optional[dict[int, tuple[str, str]]] = None, restored=None):
         self.replace = replace
         self.add_globals = add_globals or {}
+        self.restore = restore or {}
+        self.restored = restored
 
     def on_leave(self, original_node, updated_node):
         names = self.add_globals.get(id(original_node))
         if names:
             updated_node = _with_global(updated_node, names)
+        if id(original_node) in self.restore:
+            return self.restored(updated_node, *self.restore[id(original_node)])
         rep = self.replace.get(id(original_node))
         if rep is not None:
             if isinstance(rep, _Several):
