@@ -91,7 +91,10 @@ class Closure:
                 self._execute_import(module, imp)
             if self.becomes_assignment(module, imp):
                 target = self.project.resolve_import(imp)
-                self._depend(module, imp.node, imp.line, imp.col, _import_text(imp), target)
+                if isinstance(target, ModRef):
+                    self._module_rebound(module, imp, target)
+                else:
+                    self._depend(module, imp.node, imp.line, imp.col, _import_text(imp), target)
         for line, col, arg in st.dynamic_imports:
             pkg = self.names_stripped(arg)
             if pkg:
@@ -100,6 +103,23 @@ class Closure:
                               f"dynamic import of the stripped package {pkg} cannot be resolved statically",
                               f"replace it with a plain `import` or `from {pkg}... import ...` statement; "
                               "a call with a constant name, as a statement of its own, is inlined as an import")
+
+    def _module_rebound(self, module: str, imp: ProjectImport, target: ModRef) -> None:
+        """`try: import pkg.fast as impl / except ImportError: impl = None`, or if/else imports of two
+        modules under one name: the name would have to hold a module object, which is not inlined."""
+        info = self.info(module)
+        others: set[int] = set()
+        for index in info.local_bindings.get(imp.local, []):
+            st = info.statements[index]
+            others |= {info.positions[n].start.line for n in st.binding_nodes if n.value == imp.local}
+            others |= {i.line for i in st.imports if i.local == imp.local and i is not imp and not i.function_level}
+        others = sorted(others - {imp.line})
+        where = f" (line {', '.join(map(str, others))})" if others else ""
+        self._problem(module, imp.node, imp.line, imp.col, _import_text(imp),
+                      f"binds {imp.local!r} to the module {target.module}, and {imp.local!r} is bound another "
+                      f"way too{where}: a name that may hold a stripped module object cannot be inlined",
+                      f"import the names you use instead (`from {target.module} import ...`) in every branch, "
+                      f"or keep {target.module.split('.')[0]} out of --strip")
 
     def becomes_assignment(self, module: str, imp: ProjectImport) -> bool:
         """A module-level import whose name the module must hold on its own: rebound there too (mixed), or
@@ -244,8 +264,8 @@ class Closure:
             for root in roots:
                 ref = next((r for r in refs if r.node is root), None)
                 target = self.project.resolve_chain(module, ref.name, ref.chain)[0] if ref else None
-                if not isinstance(target, Sym):
-                    return "external"  # changes a public object, prints, raises...
+                if not isinstance(target, Sym) or self._public_object(target):
+                    return "external"  # changes a public object (random.seed, os.environ[...]), prints...
                 root_syms.append(target)
             reached = self._reach(module, refs)
             if kind == "mutation":
@@ -307,6 +327,12 @@ class Closure:
             for index in info.local_bindings.get(target.name, []):
                 stack.extend((target.module, r) for r in info.statements[index].refs)
         return state
+
+    def _public_object(self, sym: Sym) -> bool:
+        """Whether a module-level name holds something a public import bound (a module such as `random` or
+        `logging`, a function such as `os.environ`): a call or store on it is seen outside the project."""
+        info = self.info(sym.module)
+        return any(sym.name in info.statements[i].import_binds for i in info.local_bindings.get(sym.name, []))
 
     @staticmethod
     def _is_state(info: ModuleInfo, sym: Sym) -> bool:
