@@ -1,3 +1,3 @@
-from npu_port.transpiler.cli import main
+from npu_port.transpiler.entry import main
 
 main()

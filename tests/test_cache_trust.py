@@ -14,12 +14,9 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 
-from npu_port.transpiler.bulk.cache import Cache, fingerprint, user_cache_dir
-from npu_port.transpiler.bulk.worker import digest_of
+from npu_port.transpiler.bulk import cache as cache_module
+from npu_port.transpiler.bulk.cache import user_cache_dir
 from npu_port.transpiler.cli import cli
-from npu_port.transpiler.core.engine import Engine
-from npu_port.transpiler.core.report import FileOutcome
-from npu_port.transpiler.core.settings import Settings
 
 ROOT = Path(__file__).resolve().parent.parent
 SOURCE = "import torch\n\ndef f(x):\n    return x.cuda()\n"
@@ -41,16 +38,19 @@ def _repo(tmp_path: Path) -> Path:
     return src
 
 
-def _forge(root: Path, src: Path) -> None:
-    """Entries for every file of `src`, each claiming the converted text is EVIL, sealed with a key that
-    is not this user's (as a repository that ships a cache, or a copy from another machine, would)."""
-    forger = Cache(root, os.urandom(32))
-    settings = Settings()
-    fp = fingerprint(settings, Engine(settings).specs)
-    for path in src.rglob("*.py"):
-        rel = path.relative_to(src).as_posix()
-        digest = digest_of(path.read_bytes())
-        forger.put(fp, rel, "python", digest, FileOutcome(rel, "converted", [], "", "python"), EVIL)
+def _forge(root: Path) -> int:
+    """Every entry of the cache in `root` rewritten to claim the converted text is EVIL, sealed as the
+    tool seals them but with a key that is not this user's (a repository that ships a cache, a copy
+    from another machine, anyone who knows the format). Returns how many were forged."""
+    forged = 0
+    for entry in root.glob("*/??/*"):
+        head = json.loads(entry.read_bytes().partition(b"\n")[0])
+        head.pop("checksum")
+        head.update(status="converted", changed=True, length=len(EVIL))
+        head["checksum"] = cache_module._checksum(os.urandom(32), head, EVIL)
+        entry.write_bytes(json.dumps(head, sort_keys=True).encode() + b"\n" + EVIL)
+        forged += 1
+    return forged
 
 
 def _snapshot(folder: Path) -> dict[str, bytes]:
@@ -59,8 +59,9 @@ def _snapshot(folder: Path) -> dict[str, bytes]:
 
 def test_a_cache_planted_in_the_repository_or_the_current_folder_is_neither_read_nor_written(tmp_path):
     src = _repo(tmp_path)
-    for planted in (src / ".npu-port-cache", tmp_path / ".npu-port-cache"):
-        _forge(planted, src)
+    for planted in (tmp_path / ".npu-port-cache", src / ".npu-port-cache"):  # real entries, then forged
+        assert convert(src, "--out", tmp_path / "seed", "--force", "--cache-dir", planted).returncode == 0
+        assert _forge(planted) == 3
     before = {p: _snapshot(p) for p in (src / ".npu-port-cache", tmp_path / ".npu-port-cache")}
     for cwd in (tmp_path, src):
         out = tmp_path / f"out-{cwd.name}"
@@ -76,7 +77,7 @@ def test_a_forged_entry_in_a_named_cache_never_reaches_the_output(tmp_path):
     src = _repo(tmp_path)
     cache = tmp_path / "cache"
     assert convert(src, "--out", tmp_path / "first", "--cache-dir", cache).returncode == 0
-    _forge(cache, src)  # the forger overwrites this user's real entries with its own
+    assert _forge(cache) == 3  # the forger rewrites this user's real entries
     proc = convert(src, "--out", tmp_path / "second", "--cache-dir", cache)
     assert proc.returncode == 0, proc.stderr
     assert not any(b"os.system" in p.read_bytes() for p in (tmp_path / "second").rglob("*.py"))

@@ -1,5 +1,7 @@
 """output/console.Console writes what rich's Console writes, byte for byte: the plain text it writes itself
-on a non-terminal, and whatever it hands to rich (a terminal, a table, what only rich can tell)."""
+on a non-terminal, and whatever it hands to rich (a terminal, a table, what only rich can tell). Both
+for the message with its control characters (but newline and tab) escaped first: those come from file
+names and never reach a terminal raw."""
 
 from __future__ import annotations
 
@@ -13,7 +15,7 @@ from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
 from npu_port.transpiler.output import console as plain_console
-from npu_port.transpiler.output.console import Console, Styled, escape
+from npu_port.transpiler.output.console import Console, Styled, escape, terminal_safe
 
 _ENV = ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR", "COLUMNS")
 
@@ -38,7 +40,7 @@ def _ours_out(obj, **options) -> str:
 
 def _same(markup) -> None:
     try:
-        expected = _rich_out(markup)
+        expected = _rich_out(terminal_safe(markup))
     except rich.markup.MarkupError:
         with pytest.raises(rich.markup.MarkupError):
             _ours_out(markup)
@@ -106,7 +108,18 @@ def test_escape_is_richs(text):
 @given(_TEXT, _TEXT)
 def test_styled_pieces_print_as_text_assemble(a, b):
     pieces = ("    ", (a, "dim"), ": ", b)
-    assert _ours_out(Styled(*pieces)) == _rich_out(rich.text.Text.assemble(*pieces))
+    safe = ("    ", (terminal_safe(a), "dim"), ": ", terminal_safe(b))
+    assert _ours_out(Styled(*pieces)) == _rich_out(rich.text.Text.assemble(*safe))
+
+
+def test_no_control_character_of_a_message_reaches_the_stream_raw():
+    for tty in (False, True):
+        buffer = _Tty() if tty else io.StringIO()
+        Console(file=buffer, highlight=False, soft_wrap=True).print("a/\x1b]0;title\x07b\x9b2J.py: [bold]x[/]")
+        Console(file=buffer, highlight=False, soft_wrap=True).print(Styled(("e\x1b[2J", "dim"), "\r"))
+        shown = buffer.getvalue().replace("\x1b[1m", "").replace("\x1b[2m", "").replace("\x1b[0m", "")
+        assert not any(c in shown for c in "\x1b\x07\x9b\r"), repr(shown)
+        assert "a/\\x1b]0;title\\x07b\\x9b2J.py" in shown
 
 
 class _Tty(io.StringIO):

@@ -9,7 +9,7 @@ import sys
 import click
 
 from npu_port.transpiler import __version__
-from npu_port.transpiler.core.exit_codes import ExitCode
+from npu_port.transpiler.core.exit_codes import ExitCode, exit_interrupted
 
 # Command name -> (module, attribute, summary). A command's module is imported only when that command
 # runs: `npu-port convert` need not pay for the skeleton, standalone and documentation machinery, and
@@ -65,25 +65,39 @@ def cli() -> None:
 
 def main() -> None:
     """The console script: what no command turned into a clean message becomes one here, so no
-    traceback ever reaches a user (an output that cannot be written: exit 1; a bug: exit 2)."""
+    traceback ever reaches a user (an output that cannot be written: exit 1; a bug: exit 2; Ctrl-C or
+    SIGTERM: 130, where click alone would say "Aborted!" and exit 1)."""
     try:
-        cli(prog_name="npu-port")
+        code = cli.main(prog_name="npu-port", standalone_mode=False)
+    except (KeyboardInterrupt, click.exceptions.Abort):
+        exit_interrupted()
+    except click.ClickException as exc:
+        from npu_port.transpiler.output.console import terminal_safe
+
+        exc.message = terminal_safe(exc.message)  # a file name in it never drives the terminal
+        exc.show()
+        sys.exit(exc.exit_code)
     except BrokenPipeError:  # `npu-port convert x.py | head`: the reader left, nothing to report
         sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - the interpreter flushes it at exit
         sys.exit(ExitCode.FAILED)
     except OSError as exc:
-        where = f": {exc.filename}" if exc.filename and str(exc.filename) not in str(exc.strerror) else ""
+        from npu_port.transpiler.core.files import printable
+
+        where = f": {printable(str(exc.filename))}" if exc.filename and str(exc.filename) not in str(exc.strerror) else ""
         click.echo(f"npu-port: error: {exc.strerror or exc}{where}", err=True)
         sys.exit(ExitCode.FAILED)
     except RecursionError:
         click.echo("npu-port: error: the input is nested too deeply to process", err=True)
         sys.exit(ExitCode.FAILED)
     except Exception as exc:  # a bug: say what, without a traceback, and how to get one
-        click.echo(f"npu-port: internal error: {type(exc).__name__}: {exc} (please report it; "
+        from npu_port.transpiler.core.files import printable
+
+        click.echo(f"npu-port: internal error: {type(exc).__name__}: {printable(str(exc))} (please report it; "
                    f"NPU_PORT_TRACEBACK=1 shows where)", err=True)
         if os.environ.get("NPU_PORT_TRACEBACK"):
             raise
         sys.exit(ExitCode.INTERNAL)
+    sys.exit(code if isinstance(code, int) else ExitCode.OK)
 
 
 if __name__ == "__main__":

@@ -17,7 +17,14 @@ from collections import deque
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Optional, Protocol
 
-from npu_port.transpiler.bulk.isolation import clean_start, current_dir, enter_worker, worker_sys_path
+from npu_port.transpiler.bulk.isolation import (
+    clean_start,
+    current_dir,
+    enter_worker,
+    interrupts_held,
+    make_start_dir,
+    worker_sys_path,
+)
 from npu_port.transpiler.bulk.worker import (
     WORKER_RECURSION_LIMIT,
     Result,
@@ -85,7 +92,11 @@ def _worker_main(conn: Connection, jobs: Sequence[Job], timeout: float, path: li
             return
         if task is None:
             return
-        conn.send(convert_within(task, timeout, *jobs[task.group]))
+        result = convert_within(task, timeout, *jobs[task.group])
+        try:
+            conn.send(result)
+        except OSError:  # the parent is gone (killed): nothing to report to, and no traceback
+            return
 
 
 class _Worker:
@@ -158,11 +169,10 @@ class ProcessExecutor:
                 w.give(self._queue.popleft())
         while self._queue and len(self._workers) < self.processes:
             if self._empty_dir is None:
-                import tempfile  # a pool's only: a run converted inline need not load it
-
-                self._empty_dir = tempfile.mkdtemp(prefix="npu-port-start-")
-            w = _Worker(self._ctx, self.jobs, self.timeout, self._path, self._empty_dir)
-            self._workers.append(w)
+                self._empty_dir = make_start_dir()
+            with interrupts_held():
+                w = _Worker(self._ctx, self.jobs, self.timeout, self._path, self._empty_dir)
+                self._workers.append(w)
             w.give(self._queue.popleft())
 
     def poll(self, wait_s: float) -> list[Result]:

@@ -10,6 +10,8 @@ that path again before it moves back to the folder the user ran the tool in.
 from __future__ import annotations
 
 import os
+import re
+import signal
 import sys
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -17,6 +19,7 @@ from pathlib import Path
 from typing import Optional
 
 import npu_port
+from npu_port.transpiler.core.files import process_alive
 
 # The folder that holds the tool (site-packages, or a checkout the user runs from).
 _TOOL_ROOT = os.path.realpath(Path(npu_port.__file__).resolve().parent.parent)
@@ -95,3 +98,56 @@ def enter_worker(path: list[str], cwd: Optional[str]) -> None:
     sys.path[:] = path
     if cwd is not None:
         os.chdir(cwd)
+
+
+@contextmanager
+def interrupts_held() -> Iterator[None]:
+    """Around starting a worker and taking it into the pool: Ctrl-C and SIGTERM wait (blocked, not
+    lost) until the block ends, and what it starts ignores SIGINT from its very first instruction. A
+    signal disposition of SIG_IGN survives exec, and CPython then installs no KeyboardInterrupt handler
+    of its own, so the fork server (which imports every rule before it ignores SIGINT itself) and the
+    workers it forks never print a traceback for the Ctrl-C a terminal sends the whole process group.
+    A worker is in the pool, to be stopped on the way out, before the parent acts on the interrupt."""
+    if not hasattr(signal, "pthread_sigmask"):
+        yield
+        return
+    held = {signal.SIGINT, signal.SIGTERM}
+    try:
+        blocked = signal.pthread_sigmask(signal.SIG_BLOCK, held)
+        previous = signal.signal(signal.SIGINT, signal.SIG_IGN)
+    except ValueError:  # not the main thread: nothing to hold
+        yield
+        return
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGINT, previous)
+        signal.pthread_sigmask(signal.SIG_SETMASK, blocked)  # a signal held meanwhile is acted on here
+
+
+START_PREFIX = "npu-port-start-"
+_START_NAME = re.compile(re.escape(START_PREFIX) + r"(\d+)-")
+
+
+def make_start_dir() -> str:
+    """A new empty private folder for workers to start in, named after this process; the folders of
+    runs that were killed (whose process is gone) are removed first, so none is left behind for long."""
+    import shutil
+    import tempfile
+
+    base = tempfile.gettempdir()
+    try:
+        names = os.listdir(base)
+    except OSError:
+        names = []
+    for name in names:
+        m = _START_NAME.match(name)
+        if m and int(m.group(1)) != os.getpid() and not process_alive(int(m.group(1))):
+            full = os.path.join(base, name)
+            try:
+                if os.lstat(full).st_uid == os.getuid():
+                    shutil.rmtree(full, ignore_errors=True)
+            except OSError:
+                pass
+    return tempfile.mkdtemp(prefix=f"{START_PREFIX}{os.getpid()}-")
+

@@ -53,16 +53,31 @@ class SourceFile:
     path: Path  # where it is read from
     rel: Path  # where it lands under an output root
     display: str  # how reports name it
+    # A link named on the command line that leads nowhere (dangling, or a loop): a failure, where a
+    # link met inside a tree is copied as a link.
+    broken_link: bool = False
 
 
 def discover(paths: Iterable[Path], exclude: Iterable[Path] = ()) -> Iterator[SourceFile]:
+    """The files of `paths`. A link named on the command line is followed (as ruff and black do): a
+    link to a file is that file (read and, in place, written there; named and placed as the link), a
+    link to a folder is that folder's tree; links met inside a tree are never followed."""
     exclude = list(exclude)
     for root in paths:
-        if root.is_dir() and not root.is_symlink():
+        given = root
+        if root.is_symlink():
+            try:
+                os.stat(root)
+            except OSError:
+                yield SourceFile(root, Path(root.name), printable(str(root)), broken_link=True)
+                continue
+            root = Path(os.path.realpath(root))
+        if root.is_dir():
             for p in walk(root, exclude):
-                yield SourceFile(p, p.relative_to(root), printable(str(p)))
+                rel = p.relative_to(root)
+                yield SourceFile(p, rel, printable(str(given / rel)))
         else:
-            yield SourceFile(root, Path(root.name), printable(str(root)))
+            yield SourceFile(root, Path(given.name), printable(str(given)))
 
 
 @dataclass
@@ -268,6 +283,8 @@ def _triage(index: int, src: SourceFile, group: _Group, cache: Optional[Cache], 
     except OSError as exc:
         return done("failed", language_of(src.path), f"cannot read: {exc.strerror}")
     if stat.S_ISLNK(st.st_mode):
+        if src.broken_link:
+            return done("failed", "link", "a link that leads nowhere (its target is missing, or links loop)")
         return done("copied", "link")
     language = language_of(src.path, read_head(src.path) if needs_head(src.path) else b"")
     if not stat.S_ISREG(st.st_mode):

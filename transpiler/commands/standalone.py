@@ -12,7 +12,7 @@ import click
 from npu_port.transpiler.commands._options import rule_options, split_csv
 from npu_port.transpiler.core.engine import Engine
 from npu_port.transpiler.core.exit_codes import ExitCode
-from npu_port.transpiler.core.files import SKIP_DIRS, atomic_write, walk
+from npu_port.transpiler.core.files import SKIP_DIRS, atomic_write, printable, walk
 from npu_port.transpiler.core.registry import UnknownRuleError, select_rules
 from npu_port.transpiler.core.report import FileOutcome
 from npu_port.transpiler.core.settings import Settings
@@ -97,18 +97,19 @@ def _scripts_in(folder: Path, packages: tuple[str, ...]) -> list[Path]:
 def _one(path: Path, dest: Optional[Path], packages, search_paths, allow_unresolved, engine, console,
          errors, folder: bool) -> str:
     """Make one script standalone: "inlined", "unchanged" (nothing to inline) or "failed"."""
+    shown = printable(str(path))  # control characters of a name escaped: they never reach the terminal
     try:
         result = make_standalone(path, packages, search_paths, allow_unresolved)
     except StandaloneError as exc:
         for problem in exc.problems:
             errors.print(problem.render(), markup=False, highlight=False)
-        errors.print(f"{path}: nothing written", markup=False)
+        errors.print(f"{shown}: nothing written", markup=False)
         return "failed"
     except (OSError, UnicodeDecodeError) as exc:
-        errors.print(f"error: {path}: cannot read: {exc}", markup=False)
+        errors.print(f"error: {shown}: cannot read: {exc}", markup=False)
         return "failed"
     except (RecursionError, ValueError) as exc:  # a pathological file must not end a folder run
-        errors.print(f"error: {path}: cannot process: {type(exc).__name__}: {exc}", markup=False)
+        errors.print(f"error: {shown}: cannot process: {type(exc).__name__}: {exc}", markup=False)
         return "failed"
     data = result.code.encode("utf-8")
     outcome = FileOutcome(str(path), "converted" if result.changed else "unchanged",
@@ -116,11 +117,11 @@ def _one(path: Path, dest: Optional[Path], packages, search_paths, allow_unresol
     if engine is not None:
         converted = engine.convert(data, str(path), "python")
         if converted.outcome.status == "failed":
-            errors.print(f"error: {path}: convert failed: {converted.outcome.error}", markup=False)
+            errors.print(f"error: {shown}: convert failed: {converted.outcome.error}", markup=False)
             return "failed"
         outcome.findings.extend(converted.outcome.findings)
         data = converted.output if converted.output is not None else data
-        console.print(f"{path}: convert made {len(converted.outcome.changes)} changes", markup=False)
+        console.print(f"{shown}: convert made {len(converted.outcome.changes)} changes", markup=False)
     print_findings(console, [outcome])
     if dest is None:
         sys.stdout.buffer.write(data)
@@ -129,17 +130,17 @@ def _one(path: Path, dest: Optional[Path], packages, search_paths, allow_unresol
         try:
             atomic_write(dest, data, path.stat().st_mode & 0o7777)
         except OSError as exc:
-            errors.print(f"error: {path}: cannot write {dest}: {why_unwritable(dest, exc)}", markup=False)
+            errors.print(f"error: {shown}: cannot write {printable(str(dest))}: {why_unwritable(dest, exc)}", markup=False)
             return "failed"
     if result.modules:
         count = len(result.modules)
-        console.print(f"{path}: inlined {count} module{'s' if count > 1 else ''} ({', '.join(result.modules)})"
-                      + (f" -> {dest}" if dest else ""), markup=False)
+        console.print(f"{shown}: inlined {count} module{'s' if count > 1 else ''} ({', '.join(result.modules)})"
+                      + (f" -> {printable(str(dest))}" if dest else ""), markup=False)
         return "inlined"
     if not folder:
         # Usually a misspelt --strip or the wrong script: say so rather than write a copy without a word.
         pkgs = ", ".join(packages)
         what = f"imports nothing from {pkgs}: nothing inlined, copied unchanged" if not result.changed \
             else f"uses nothing from {pkgs}: nothing inlined, its imports removed"
-        console.print(f"{path}: {what}" + (f" -> {dest}" if dest else ""), markup=False)
+        console.print(f"{shown}: {what}" + (f" -> {printable(str(dest))}" if dest else ""), markup=False)
     return "unchanged"

@@ -60,14 +60,27 @@ def decode_problem(exc: UnicodeDecodeError) -> str:
     return f"cannot decode: not {what} (byte {exc.start}: {exc.reason})"
 
 
+# Control characters (C0, DEL, C1): in a file name they would reach the terminal as escape sequences
+# (a window title, a cleared screen) or forge lines of a report (a newline), so every name is printed
+# with them escaped, in every format.
+_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f]")
+
+
+def _escaped(match: re.Match) -> str:
+    return repr(match.group())[1:-1]  # \n, \t, \x1b: as Python writes them
+
+
 def printable(text: str) -> str:
     """`text` as it can be printed and stored: the bytes of a file name that is not UTF-8 (which Python
-    holds as surrogates) shown as \\xff, so reports, diffs and summaries always encode."""
+    holds as surrogates) shown as \\xff, and control characters escaped (\\x1b, \\n), so reports, diffs
+    and summaries always encode and never drive a terminal or forge a line."""
     try:
         raw = text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:  # a lone surrogate of another kind
-        return text.encode("utf-8", "backslashreplace").decode("utf-8")
-    return raw.decode("utf-8", "backslashreplace")
+        shown = text.encode("utf-8", "backslashreplace").decode("utf-8")
+    else:
+        shown = raw.decode("utf-8", "backslashreplace")
+    return _CONTROL.sub(_escaped, shown) if _CONTROL.search(shown) else shown
 
 
 def language_of(path: str | Path, head: bytes = b"") -> Language:
@@ -560,10 +573,31 @@ def is_stream_output(path: Path, streams: bool = True) -> bool:
     raise NotReplaceable(path, what)
 
 
+class NoReader(OSError):
+    """A FIFO named as an output that no process is reading: writing would wait for ever."""
+
+    def __init__(self, path: Path):
+        super().__init__(errno.ENXIO, f"{path} is a FIFO that no process is reading; start its reader first")
+
+
+def open_stream(path: Path) -> int:
+    """A descriptor for writing to the stream `path` (is_stream_output). O_APPEND: /dev/stdout
+    redirected to a file keeps what was written to it before. O_NONBLOCK: a FIFO without a reader fails
+    at once (NoReader) instead of blocking in open(), where no signal stops it; once open, writes block
+    again as usual, so a slow reader gets everything."""
+    flags = os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_NONBLOCK", 0)
+    try:
+        fd = os.open(path, flags)
+    except OSError as exc:
+        if exc.errno == errno.ENXIO:
+            raise NoReader(path) from None
+        raise
+    os.set_blocking(fd, True)
+    return fd
+
+
 def _write_stream(path: Path, data: bytes) -> None:
-    # O_APPEND: /dev/stdout redirected to a file keeps what was written to it before.
-    fd = os.open(path, os.O_WRONLY | os.O_APPEND | getattr(os, "O_NOCTTY", 0))
-    with os.fdopen(fd, "wb") as fh:
+    with os.fdopen(open_stream(path), "wb") as fh:
         fh.write(data)
 
 
@@ -604,11 +638,11 @@ def _remove_stale_temps(folder: str) -> None:
         return
     for name in names:
         m = _TEMP_NAME.match(name)
-        if m and int(m.group(1)) != os.getpid() and not _alive(int(m.group(1))):
+        if m and int(m.group(1)) != os.getpid() and not process_alive(int(m.group(1))):
             _unlink_quietly(os.path.join(folder, name))
 
 
-def _alive(pid: int) -> bool:
+def process_alive(pid: int) -> bool:
     try:
         os.kill(pid, 0)
     except ProcessLookupError:

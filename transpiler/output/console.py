@@ -35,6 +35,19 @@ _EMOJI = re.compile(r"(:(\S*?)(?:(?:\-)(emoji|text))?:)")
 _UNSAFE = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 
 
+# What no message of the tool means to send a terminal: control characters but the newline and tab,
+# which can only come from a file name or other input text (an escape sequence that sets the window
+# title or clears the screen). Printed escaped, as Python writes them, whichever way a message goes.
+_TERMINAL_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def terminal_safe(text: str) -> str:
+    """`text` with every control character but newline and tab escaped (\\x1b)."""
+    if not _TERMINAL_CONTROL.search(text):
+        return text
+    return _TERMINAL_CONTROL.sub(lambda m: repr(m.group())[1:-1], text)
+
+
 def escape(text: str) -> str:
     """`text` as markup that shows it literally (what rich.markup.escape returns)."""
     text = _ESCAPABLE.sub(lambda m: f"{m.group(1)}{m.group(1)}\\{m.group(2)}", text)
@@ -98,6 +111,9 @@ class Console:
               markup: Optional[bool] = None, end: str = "\n", **options: Any) -> None:
         if self.quiet:
             return
+        objects = tuple(terminal_safe(o) if isinstance(o, str)
+                        else Styled(*(terminal_safe(p) if isinstance(p, str) else (terminal_safe(p[0]), p[1])
+                                      for p in o.pieces)) if isinstance(o, Styled) else o for o in objects)
         text = None
         wraps = not (self.soft_wrap if soft_wrap is None else soft_wrap)
         if not options and len(objects) <= 1 and not wraps and not self.is_terminal:

@@ -27,6 +27,7 @@ from npu_port.transpiler.core.files import (
     is_stream_output,
     language_of,
     needs_head,
+    open_stream,
     read_head,
 )
 
@@ -65,7 +66,11 @@ def write_by_rename(dest: Path, write: Callable[[Path], None]) -> None:
     `dest` (a link there is replaced; an existing file keeps its mode); missing folders above it are
     created. A stream gets `write(dest)`."""
     if is_stream_output(dest):
-        write(dest)
+        held = open_stream(dest)  # a FIFO with no reader is refused here, not waited on in write()
+        try:
+            write(dest)
+        finally:
+            os.close(held)
         return
     import shutil  # with tempfile, bz2 and lzma: only a run that writes a report or summary loads them
     import tempfile
