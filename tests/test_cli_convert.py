@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from click.testing import CliRunner
 
 from npu_port.transpiler import __version__
@@ -105,6 +106,15 @@ def test_rules_lists_every_rule():
     out = run("rules", "--json").output
     ids = {r["id"] for r in json.loads(out)}
     assert {"torch-cuda-api", "device-string", "nccl-backend", "torch-npu-import"} <= ids
+
+
+@pytest.mark.parametrize("columns", ["80", "200"])
+def test_the_rules_table_shows_every_id_whole_at_any_width(monkeypatch, columns):
+    monkeypatch.setenv("COLUMNS", columns)
+    ids = [r["id"] for r in json.loads(run("rules", "--json").output)]
+    table = run("rules").output
+    assert "…" not in table
+    assert all(f"│ {i} " in table for i in ids)
 
 
 def test_every_command_is_found_under_its_own_name():

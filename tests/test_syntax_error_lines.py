@@ -67,3 +67,12 @@ def test_the_missing_colon_is_on_line_3_with_pythons_words(tmp_path):
     path.write_text(BROKEN["missing_colon"])
     result = CliRunner().invoke(cli, ["convert", str(path), "--out", str(tmp_path / "out.py")])
     assert "syntax error at line 3, column 8: expected ':'" in result.stderr
+
+
+def test_valid_python_that_libcst_cannot_read_is_not_called_a_syntax_error(tmp_path):
+    path = tmp_path / "strings.py"
+    path.write_text("x = (" + " ".join(['"a"'] * 5000) + ")\nimport torch\ny = torch.zeros(1).cuda()\n")
+    compile(path.read_text(), "strings.py", "exec")  # Python reads it
+    result = CliRunner().invoke(cli, ["convert", str(path), "--out", str(tmp_path / "out.py")])
+    assert result.exit_code == 1
+    assert "syntax error" not in result.stderr and "valid Python that LibCST's parser cannot read" in result.stderr

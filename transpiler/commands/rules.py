@@ -22,7 +22,13 @@ def rules(as_json: bool) -> None:
     if as_json:
         click.echo(json.dumps(rows, indent=2))
         return
-    table = Table("id", "language", "group", "safety", "what it does", header_style="bold")
+    # An id is what `explain`, --select and `# npu-port: ignore[...]` take: never cut or wrapped, whatever
+    # the width; the summary wraps instead.
+    table = Table(header_style="bold")
+    table.add_column("id", no_wrap=True, min_width=max(len(row["id"]) for row in rows))
+    for name in ("language", "group", "safety"):
+        table.add_column(name, no_wrap=True)
+    table.add_column("what it does", ratio=1, overflow="fold")
     for row in rows:
         table.add_row(row["id"], row["language"], row["group"], row["safety"], row["summary"])
     Console().print(table)

@@ -225,7 +225,10 @@ def syntax_error_message(source: bytes | str, exc: cst.ParserSyntaxError) -> str
     if found is not None:
         line, column, what = found
         return f"syntax error at line {line}, column {column}: {what}"
-    return f"syntax error at line {exc.raw_line}, column {exc.raw_column + 1}: {exc.message}"
+    # Python compiles it: no syntax error of the file's, but a limit of LibCST's native parser (5,000
+    # adjacent string literals in one expression, say), which the user cannot fix by editing the line.
+    return (f"valid Python that LibCST's parser cannot read (it stops at line {exc.raw_line}, column "
+            f"{exc.raw_column + 1}: {exc.message.splitlines()[0] if exc.message else 'parser error'}); left as it is")
 
 
 def python_syntax_error(source: bytes | str) -> Optional[tuple[int, int, str]]:
