@@ -97,6 +97,9 @@ def test_json_report_follows_the_documented_schema(fake_rules, project):
     assert doc["summary"]["errors"] == sum(f["severity"] == "error" for f in doc["findings"])
     assert doc["summary"]["exit_code"] == 1
     assert [e["file"] for e in doc["errors"]] == [str(project / "broken.py")]
+    statuses = {f["file"]: f["status"] for f in doc["files"]}
+    assert len(statuses) == doc["summary"]["files"] and statuses[str(project / "broken.py")] == "failed"
+    assert set(statuses.values()) <= {"converted", "unchanged", "skipped", "copied", "failed"}
 
 
 def test_text_report(fake_rules, project):

@@ -122,5 +122,7 @@ def findings_to_json(outcomes: Iterable[FileOutcome], **summary) -> str:
         "summary": summary,
         "findings": items,
         "errors": errors,
+        # Every file looked at, with what happened to it: a skipped or copied file is in the report too.
+        "files": [{"file": o.path, "status": o.status, "language": o.language} for o in outcomes],
     }
     return json.dumps(doc, indent=2, sort_keys=False) + "\n"
