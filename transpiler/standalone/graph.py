@@ -19,10 +19,10 @@ from libcst.metadata import (
     GlobalScope,
     ImportAssignment,
     MetadataWrapper,
-    ParentNodeProvider,
     PositionProvider,
 )
 
+from npu_port.transpiler.analysis.import_policy import dynamic_imports
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.analysis.literals import is_main_guard
 from npu_port.transpiler.standalone.resolver import absolute_module
@@ -128,6 +128,33 @@ class ModuleInfo:
         return name in self.local_bindings or name in self.alias_bindings
 
 
+class _Walk(cst.CSTVisitor):
+    """Each node's parent, and which top-level statement each node belongs to, in one walk."""
+
+    def __init__(self) -> None:
+        self.parents: dict[cst.CSTNode, cst.CSTNode] = {}
+        self.owner: dict[int, int] = {}
+        self.nodes_of_stmt: list[set[int]] = []
+        self._stack: list[cst.CSTNode] = []
+        self._current: Optional[int] = None
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if self._stack:
+            self.parents[node] = self._stack[-1]
+            if len(self._stack) == 1:  # a statement of the module's body, or its header/footer lines
+                self._current = len(self.nodes_of_stmt) if isinstance(node, cst.BaseStatement) else None
+                if self._current is not None:
+                    self.nodes_of_stmt.append(set())
+            if self._current is not None:
+                self.nodes_of_stmt[self._current].add(id(node))
+                self.owner[id(node)] = self._current
+        self._stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        self._stack.pop()
+
+
 class _NodeIds(cst.CSTVisitor):
     def __init__(self) -> None:
         self.ids: set[int] = set()
@@ -155,11 +182,10 @@ def _is_literal(node: cst.BaseExpression) -> bool:
     return False
 
 
-def _static_all(module: cst.Module) -> tuple[Optional[tuple[str, ...]], bool]:
+def _static_all(tree: ast.Module) -> tuple[Optional[tuple[str, ...]], bool]:
     """`__all__` when it is built from string literals (=, +=, .extend, .append); (None, False) if absent."""
     names: list[str] = []
     seen = False
-    tree = ast.parse(module.code)
     for node in tree.body:
         value = None
         if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "__all__" for t in node.targets):
@@ -213,24 +239,24 @@ class ModuleAnalyzer:
         self.is_stripped = is_stripped
 
     def analyze(self) -> ModuleInfo:
-        ast.parse(self.source)  # refuses pathological nesting before LibCST's native parser sees it
-        wrapper = MetadataWrapper(cst.parse_module(self.source))
+        tree = ast.parse(self.source)  # refuses pathological nesting before LibCST's native parser sees it
+        # Freshly parsed: no copy needed. Parents come from one plain walk below: LibCST's batched
+        # ParentNodeProvider costs more than the walk itself (it inspects every visitor method per module).
+        wrapper = MetadataWrapper(cst.parse_module(self.source), unsafe_skip_copy=True)
         module = wrapper.module
-        meta = wrapper.resolve_many([BindingScopeProvider, PositionProvider, ParentNodeProvider])  # one traversal
+        meta = wrapper.resolve_many([BindingScopeProvider, PositionProvider])
         scopes = meta[BindingScopeProvider]
         self.positions = meta[PositionProvider]
-        self.parents = meta[ParentNodeProvider]
+        walk = _Walk()
+        module.visit(walk)
+        self.parents = walk.parents
+        self.owner = walk.owner
+        nodes_of_stmt = walk.nodes_of_stmt
         stmts = [Statement(i, node, self.positions[node].start.line) for i, node in enumerate(module.body)]
-        self.owner: dict[int, int] = {}
-        nodes_of_stmt = []
-        for st in stmts:
-            ids = node_ids(st.node)
-            nodes_of_stmt.append(ids)
-            for i in ids:
-                self.owner[i] = st.index
         self.project_imports: dict[int, list[ProjectImport]] = {}  # id(Import node) -> names it binds
+        dynamic = dynamic_imports(tree)
         for st in stmts:
-            self._collect_imports(st)
+            self._collect_imports(st, dynamic)
             self._classify(st)
         global_scope = next((s for s in set(scopes.values()) if isinstance(s, GlobalScope)), None)
         local_bindings: dict[str, list[int]] = {}
@@ -287,7 +313,7 @@ class ModuleAnalyzer:
         self._collect_refs(scopes, stmts)
         for st in stmts:
             st.refs.sort(key=lambda r: (r.line, r.col))
-        all_names, _ = _static_all(module)
+        all_names, _ = _static_all(tree)
         future = any(_is_future(s.node) and "annotations" in code_of(s.node) for s in stmts)
         return ModuleInfo(self.name, self.path, self.package, module, stmts, local_bindings, alias_bindings,
                           star_imports, all_names, mixed, frozenset(rebound), future, self.positions,
@@ -303,7 +329,7 @@ class ModuleAnalyzer:
             cur = self.parents.get(cur)
         return False
 
-    def _collect_imports(self, st: Statement) -> None:
+    def _collect_imports(self, st: Statement, dynamic: list[tuple[int, int, str]]) -> None:
         analyzer = self
 
         class Visitor(cst.CSTVisitor):
@@ -317,16 +343,10 @@ class ModuleAnalyzer:
                 analyzer._import_call(st, node)
 
         st.node.visit(Visitor())
-        try:
-            tree = ast.parse(code_of(st.node).lstrip("\n"))
-        except SyntaxError:
-            tree = None
-        if tree is not None:
-            from npu_port.transpiler.analysis.import_policy import dynamic_imports
-            offset = self.positions[st.node].start.line - 1
-            handled = {(imp.line, imp.col) for imp in st.imports if isinstance(imp.node, cst.Expr)}
-            st.dynamic_imports = [(line + offset, col, arg) for line, col, arg in dynamic_imports(tree)
-                                  if (line + offset, col) not in handled]
+        span = self.positions[st.node]
+        handled = {(imp.line, imp.col) for imp in st.imports if isinstance(imp.node, cst.Expr)}
+        st.dynamic_imports = [(line, col, arg) for line, col, arg in dynamic
+                              if span.start.line <= line <= span.end.line and (line, col) not in handled]
 
     def _under_type_checking(self, node: cst.CSTNode) -> bool:
         cur = self.parents.get(node)
