@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import re
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Sequence
@@ -10,10 +11,10 @@ from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.analysis.dispatch import GUARD_TYPES, MARKING_TYPES, Guard, dispatch_guard, guards_below
+from npu_port.transpiler.analysis.dispatch import GUARD_TYPES, MARKING_TYPES, Guard, code, dispatch_guard, guards_below
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.analysis.patchers import PATCHER_ENDS, is_patcher, names_torch_cuda
-from npu_port.transpiler.core import ast_pass, trusted_parse
+from npu_port.transpiler.core import trusted_parse
 from npu_port.transpiler.core.cst_walk import transform
 from npu_port.transpiler.core.files import NUL_BYTES, decode_problem, parsed_tree
 from npu_port.transpiler.core.report import Finding
@@ -99,11 +100,12 @@ class _Dispatcher(cst.CSTTransformer):
         # NPU, registration keys, parameter defaults the function dispatches on, third-party cuda= flags.
         self._marked: dict[int, Guard] = {}
         self._top: Optional[cst.CSTNode] = None  # the statement positions are generated for (see on_visit)
+        self._decisions: list[tuple[int, int]] = []  # the notes' marks of the boolean chains being walked
 
     def _plan_for(self, kind: type) -> _Plan:
         flags = (_SCOPE if kind in _SCOPE_TYPES else 0) | (_PATCH if kind in _PATCH_TYPES else 0) \
             | (_MARKING if kind in MARKING_TYPES else 0) | (_GUARD if kind in GUARD_TYPES else 0) \
-            | (_STATEMENT if issubclass(kind, cst.BaseStatement) else 0)
+            | (_STATEMENT if issubclass(kind, cst.BaseStatement) else 0) | (_DECISION if kind is cst.BooleanOperation else 0)
         plan = self._plans[kind] = (flags, tuple(self._visits.get(kind.__name__, ())),
                                     tuple(self._leaves.get(kind.__name__, ())))
         return plan
@@ -138,6 +140,8 @@ class _Dispatcher(cst.CSTTransformer):
             if targets and kind is cst.Assign:
                 # The value of a shim is what torch.cuda is made to point at: written as meant.
                 self._ctx.patched.update(id(n) for n in _subtree(node.value))  # type: ignore[attr-defined]
+        if flags & _DECISION:
+            self._decisions.append(self._ctx.mark())
         if flags & _MARKING:
             self._mark_ahead(node)
         if self._guard is None:
@@ -151,6 +155,28 @@ class _Dispatcher(cst.CSTTransformer):
         for fn in visits:
             fn(node)
         return True
+
+    def _leave_decision(self, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:
+        """A rule rewrites a whole decision or nothing. A boolean chain that some rule changed but that
+        still calls CUDA (`torch.npu.is_available() and torch.cuda.get_device_capability() >= (8, 0)`,
+        where the capability has no NPU form) would take another branch on the NPU than either the
+        CUDA original (False there: it stops at the availability test) or a whole port: the chain is
+        put back as it was, its changes withdrawn, and the reason reported."""
+        mark = self._decisions.pop()
+        if self._decisions:
+            return updated
+        changed_by = self._ctx.changes_since(mark)
+        if not changed_by or updated is original:
+            return updated
+        left = _CUDA_API.search(code(updated))
+        if left is None:
+            return updated
+        self._ctx.withdraw_changes(mark)
+        self._ctx.note(original, changed_by[0], f"left whole: this condition also uses `{left.group().rstrip('(')}`, "
+                       "which is left for CUDA; converting only part of it would change which branch runs on the NPU",
+                       severity="warning", hint="port the condition as a whole (an NPU test of the same meaning), "
+                       "or keep it for CUDA only")
+        return original
 
     def _mark_ahead(self, node: cst.CSTNode) -> None:
         ctx = self._ctx
@@ -166,6 +192,8 @@ class _Dispatcher(cst.CSTTransformer):
             updated = fn(original, updated)
             if type(updated) is not kind:
                 break  # replaced by another kind of node (or removed): later rules do not apply
+        if flags & _DECISION:
+            updated = self._leave_decision(original, updated)
         if flags & _SCOPE:
             self._ctx.imports.leave(original)
         return updated
@@ -186,7 +214,9 @@ _PATCH_TYPES = frozenset({cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del, cst
 # A type's plan: which of the walk's concerns apply to its nodes (the bits below), the rules'
 # visit_ and leave_ hooks for it.
 _Plan = tuple[int, tuple[Callable, ...], tuple[Callable, ...]]
-_SCOPE, _PATCH, _MARKING, _GUARD, _STATEMENT = 1, 2, 4, 8, 16
+_SCOPE, _PATCH, _MARKING, _GUARD, _STATEMENT, _DECISION = 1, 2, 4, 8, 16, 32
+# A CUDA API still called in a decision: a torch.cuda / torch.backends.cuda name, `.cuda(`, `.is_cuda`.
+_CUDA_API = re.compile(r"\btorch\.(?:backends\.)?cuda\.[A-Za-z_][A-Za-z_0-9.]*|\.cuda\(|\.is_cuda\b")
 
 
 def parse_module(source: bytes | str) -> cst.Module:
@@ -249,10 +279,6 @@ def python_syntax_error(source: bytes | str) -> Optional[tuple[int, int, str]]:
 def convert_python(data: bytes, path: str, rule_classes: Sequence[type[PythonRule]],
                    options: RunOptions) -> tuple[bytes, list[Finding]]:
     tree = parsed_tree(data)  # the worker's parse_refusal parsed these very bytes with Python's parser already
-    if all(cls.AST_TWIN for cls in rule_classes):  # `ast` twins answer where nothing changes: no LibCST tree
-        findings = ast_pass.report(data, path, rule_classes, options, tree)
-        if findings is not None:
-            return data, findings
     module = parse(data, path)
     ctx = PythonContext(path, data.decode(module.encoding, errors="replace"), module, options, tree)
     rules = [cls(ctx) for cls in rule_classes]

@@ -15,7 +15,6 @@ from typing import TYPE_CHECKING, ClassVar, Literal, Optional, get_args
 
 import libcst as cst
 
-from npu_port.transpiler.analysis.ast_source import AstImports, Source
 from npu_port.transpiler.analysis.dispatch import (
     DEVICE_COMPARISON,
     DISPATCH_PARAMETER,
@@ -35,7 +34,6 @@ from npu_port.transpiler.core.report import Finding, FindingKind, Severity
 if TYPE_CHECKING:
     import ast
 
-    from npu_port.transpiler.analysis.ast_dispatch import AstDispatch
     from npu_port.transpiler.analysis.source_facts import SourceFacts
 
 # The words a rule is described with; the registry refuses a rule that uses another.
@@ -104,11 +102,6 @@ class Rule:
     # True for a rule that also acts because another rule changed the file (torch-npu-import): its own
     # triggers cover only what it does on its own, the other rules' triggers cover the rest.
     FOLLOWS_CHANGES: ClassVar[bool] = False
-    # "module:Class" of the rule's twin on Python's `ast` (core/ast_pass): a file whose rules all have one
-    # is read without a LibCST parse. The twin must give the same findings, and decline where its rule
-    # would change the file (docs/writing-rules.md).
-    AST_TWIN: ClassVar[str] = ""
-
     @classmethod
     def description(cls) -> str:
         return inspect.cleandoc(cls.__doc__ or "")
@@ -270,6 +263,25 @@ class PythonContext(FileContext):
         self._pending.append((node, dict(rule=rule, severity=severity, message=message,
                                          kind=kind, hint=hint, fix=fix)))
 
+    def mark(self) -> tuple[int, int]:
+        """Where the notes and needed imports stand now, for `withdraw_changes` (the engine marks the
+        start of a decision)."""
+        return len(self._pending), len(self.needed_imports)
+
+    def changes_since(self, mark: tuple[int, int]) -> list[str]:
+        """The rule ids of the changes noted since `mark`, in order."""
+        return [kw["rule"] for _, kw in self._pending[mark[0]:] if kw["kind"] == "change"]
+
+    def withdraw_changes(self, mark: tuple[int, int]) -> None:
+        """Forget the changes noted since `mark` and the imports they asked for (the code they were made
+        in is put back as it was); their findings stay."""
+        start, imports = mark
+        self._pending[start:] = [p for p in self._pending[start:] if p[1]["kind"] != "change"]
+        for key in list(self.needed_imports)[imports:]:
+            del self.needed_imports[key]
+        self.changed = any(kw["kind"] == "change" for _, kw in self._pending) \
+            or any(f.kind == "change" for f in self.findings)
+
     def resolve_pending(self) -> None:
         for node, kw in self._pending:
             pos = self.position(node)
@@ -340,55 +352,3 @@ class TextRule(Rule):
 
     def apply(self, text: str) -> str:  # pragma: no cover - interface
         raise NotImplementedError
-
-
-class AstContext(FileContext):
-    """The context of a rule's twin on Python's `ast` (core/ast_pass): the file, the import table per
-    scope, the device-dispatch guards, the names a shim patches; and where the twin reports."""
-
-    def __init__(self, path: str, text: str, source: Source, options: RunOptions):
-        super().__init__(path, text, options)
-        self.source = source
-        self.imports = AstImports(source)
-        self.dispatch: Optional[AstDispatch] = None
-        self.patched: set[int] = set()
-        self._stack_noted = False
-
-    def resolve(self, node: ast.AST) -> Optional[str]:
-        return self.imports.resolve(node)
-
-    def guard_of(self, node: ast.AST) -> Optional[Guard]:
-        return self.dispatch.guarded.get(id(node)) if self.dispatch is not None else None
-
-    def current_guard(self) -> Optional[Guard]:
-        """The guard of the code being walked through (what LibCST gives a node with no own reason)."""
-        return self.dispatch.current if self.dispatch is not None else None
-
-    def is_patched(self, node: ast.AST) -> bool:
-        return id(node) in self.patched
-
-    def note_at(self, line: int, byte_col: int, rule: str, message: str, *, severity: Severity = "warning",
-                hint: str = "", fix: str = "") -> None:
-        self.findings.append(Finding(self.path, line, self.source.column(line, byte_col) + 1, rule, severity,
-                                     message, "finding", hint, fix))
-
-    def left_as_is(self, node: ast.AST, rule: str) -> bool:
-        """PythonContext.left_as_is for a twin whose rule would change `node` (no ignore comment here: the
-        pass declines those files): True, having noted why, where no rule may change it."""
-        at = (node.lineno, node.col_offset)  # type: ignore[attr-defined]
-        if self.is_patched(node):
-            self.note_at(*at, rule, PATCHED_REASON, severity="info")
-            return True
-        shapes = self.dispatch.shapes if self.dispatch is not None else None
-        whole = None if shapes is None else npu_framework_guard(shapes.npu_framework) if shapes.npu_framework \
-            else nvidia_stack_guard(shapes.nvidia_stack) if shapes.nvidia_stack else None
-        if whole is not None:
-            if not self._stack_noted:
-                self._stack_noted = True
-                self.note_at(*at, rule, f"left as is: {whole.reason}", severity=whole.severity)
-            return True
-        guard = self.guard_of(node)
-        if guard is not None:
-            self.note_at(*at, rule, f"left as is: {guard.reason}", severity=guard.severity)
-            return True
-        return False
