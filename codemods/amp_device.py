@@ -36,8 +36,6 @@ class AmpDevice(StringPositionRule):
     TRIGGERS = ()
     TRIGGER_PATTERNS = (CUDA_WORD,)
     POSITION = "device_type"
-    # For files it leaves unchanged (declines where it would rewrite a string): codemods/_string_positions_ast.py
-    AST_TWIN = "npu_port.codemods._string_positions_ast:AstAmpDevice"
 
     @staticmethod
     def new_text(text: str) -> Optional[str]:

@@ -64,8 +64,6 @@ class BitsAndBytesNpu(PythonRule):
     ID = "bitsandbytes-npu"
     SAFETY = "review"
     TRIGGERS = ("BitsAndBytesConfig",)
-    # For files it leaves unchanged (declines where it would turn double quantisation off):
-    AST_TWIN = "npu_port.codemods._bitsandbytes_npu_ast:AstBitsAndBytesNpu"
 
     @classmethod
     def scout(cls, facts, options) -> bool:

@@ -162,7 +162,6 @@ class BrokenDeviceDispatch(PythonRule):
                         r"collective(?<![A-Za-z0-9_]collective)(?![A-Za-z0-9_])",
                         r"""\\(?=[xuUN0-7\r\n])(?:(?<=["']\\)|(?<=["'][^"'\\\n]\\)|(?<=["'][^"'\\\n]{2}\\)"""
                         r"""|(?<=["'][^"'\\\n]{3}\\))""")
-    AST_TWIN = "npu_port.codemods._broken_device_dispatch_ast:AstBrokenDeviceDispatch"  # files it reports nothing in
 
     @classmethod
     def scout(cls, facts, options) -> bool:

@@ -9,8 +9,8 @@ from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.analysis.ast_source import dotted
 from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.analysis.source_facts import dotted
 from npu_port.transpiler.core.report import Severity
 from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables import api_facts
@@ -146,7 +146,6 @@ class UnknownNpuApi(PythonRule):
     # NPU named as a string ("npu", a port's device values) does not let a file through.
     TRIGGERS = ("torch_npu",)
     TRIGGER_PATTERNS = (r"""npu(?<![A-Za-z0-9_"']npu)(?![A-Za-z0-9_"'])""",)
-    AST_TWIN = "npu_port.codemods._unknown_npu_api_ast:AstUnknownNpuApi"
 
     @classmethod
     def scout(cls, facts, options) -> bool:

@@ -102,7 +102,6 @@ class CudaVersionProbes(PythonRule):
     TRIGGERS = ("cudnn", "get_device_capability", "get_device_properties", "CUDA_HOME", "CUDA_PATH", "CUDA_ROOT",
                 "CUDA_TOOLKIT_ROOT_DIR", "nvcc", "cuobjdump", "nvdisasm")
     TRIGGER_PATTERNS = (CUDA_WORD, r"ncu(?![A-Za-z0-9_])", r"nsys(?![A-Za-z0-9_])")
-    AST_TWIN = "npu_port.codemods._cuda_version_probes_ast:AstCudaVersionProbes"
 
     @classmethod
     def scout(cls, facts, options) -> bool:

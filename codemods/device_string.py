@@ -60,8 +60,6 @@ class DeviceString(StringPositionRule):
     TRIGGERS = ()
     TRIGGER_PATTERNS = (CUDA_WORD,)
     POSITION = "device"
-    # For files it leaves unchanged (declines where it would rewrite a string): codemods/_string_positions_ast.py
-    AST_TWIN = "npu_port.codemods._string_positions_ast:AstDeviceString"
 
     def __init__(self, ctx):
         super().__init__(ctx)

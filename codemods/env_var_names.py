@@ -47,8 +47,6 @@ class EnvVarNames(PythonRule):
     ID = "env-var-names"
     SAFETY = "safe"
     TRIGGERS = env_triggers()
-    # For files it leaves unchanged (declines where it would rename): codemods/_env_var_names_ast.py
-    AST_TWIN = "npu_port.codemods._env_var_names_ast:AstEnvVarNames"
 
     @classmethod
     def scout(cls, facts, options) -> bool:

@@ -62,8 +62,6 @@ class NcclBackend(StringPositionRule):
     SAFETY = "safe"
     TRIGGERS = ("nccl", "NCCL")
     POSITION = "backend"
-    # For files it leaves unchanged (declines where it would rewrite a string): codemods/_string_positions_ast.py
-    AST_TWIN = "npu_port.codemods._string_positions_ast:AstNcclBackend"
 
     @staticmethod
     def new_text(text: str) -> Optional[str]:

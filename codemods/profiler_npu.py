@@ -52,7 +52,7 @@ def profiler_table(target: str) -> ProfilerTable:
     )
 
 
-# The rule's reports, shared with its `ast` twin (codemods/_profiler_npu_ast.py).
+# The rule's reports.
 REPORTED = "`{}` has no Ascend NPU counterpart of the same meaning"
 ACTIVITY = "ProfilerActivity.{} has no Ascend NPU counterpart"
 CUDA_KEYWORD = "`{}=` of {} selects CUDA profiling"
@@ -123,7 +123,6 @@ class ProfilerToNpu(PythonRule):
     # torch's profiler through any import form (`import torch.profiler as p`, `from torch import
     # profiler`, `torch.autograd.profiler`); a project's own `myproj.profiler` is no trigger.
     TRIGGERS = ("torch.profiler", "import profiler", "autograd.profiler", "ProfilerActivity")
-    AST_TWIN = "npu_port.codemods._profiler_npu_ast:AstProfilerToNpu"  # files it leaves unchanged
 
     @classmethod
     def scout(cls, facts, options) -> bool:

@@ -60,7 +60,6 @@ class RayNumGpus(PythonRule):
     ID = "ray-num-gpus"
     SAFETY = "safe"
     TRIGGERS = ("num_gpus", "use_gpu")
-    AST_TWIN = "npu_port.codemods._ray_num_gpus_ast:AstRayNumGpus"  # files it reports in and changes nothing
 
     @classmethod
     def scout(cls, facts, options) -> bool:

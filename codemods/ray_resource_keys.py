@@ -51,7 +51,6 @@ class RayResourceKeys(PythonRule):
     ID = "ray-resource-keys"
     SAFETY = "safe"
     TRIGGERS = ('"GPU"', "'GPU'")
-    AST_TWIN = "npu_port.codemods._ray_resource_keys_ast:AstRayResourceKeys"  # files it renames nothing in
 
     @classmethod
     def scout(cls, facts, options) -> bool:

@@ -88,8 +88,6 @@ class TF32ToHF32(PythonRule):
     ID = "tf32-hf32"
     SAFETY = "safe"
     TRIGGERS = ("backends",)
-    # For files it leaves unchanged (declines where it would rename): codemods/_tf32_hf32_ast.py
-    AST_TWIN = "npu_port.codemods._tf32_hf32_ast:AstTF32ToHF32"
 
     @classmethod
     def scout(cls, facts, options) -> bool:

@@ -54,8 +54,6 @@ class TorchCudaApi(PythonRule):
     SAFETY = "safe"
     TRIGGERS = ()
     TRIGGER_PATTERNS = (CUDA_WORD,)
-    # For files it leaves unchanged (declines where it would change one): codemods/_torch_cuda_api_ast.py
-    AST_TWIN = "npu_port.codemods._torch_cuda_api_ast:AstTorchCudaApi"
 
     @classmethod
     def scout(cls, facts, options) -> bool:

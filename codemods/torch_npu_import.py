@@ -199,7 +199,6 @@ class TorchNpuImport(PythonRule):
     TRIGGERS = ("torch.npu", "from torch import npu", ".npu(", ".is_npu")
     TRIGGER_PATTERNS = (CUDA_WORD,)
     FOLLOWS_CHANGES = True
-    AST_TWIN = "npu_port.codemods._torch_npu_import_ast:AstTorchNpuImport"  # for files nothing changes
 
     @classmethod
     def scout(cls, facts, options) -> bool:

@@ -201,7 +201,6 @@ class UnsupportedCudaLibraries(PythonRule):
 
     ID = "unsupported-cuda-libs"
     SAFETY = "report-only"
-    AST_TWIN = "npu_port.codemods._unsupported_cuda_libs_ast:AstUnsupportedCudaLibraries"
     TRIGGERS = ("triton", "cupy", "pycuda", "numba", "pynvml", "bitsandbytes", "xformers", "liger_kernel",
                 "flash_attn", "apex", "amp_C", "mamba_ssm", "causal_conv1d", "transformer_engine", "tensorrt",
                 "cpp_extension", "pynccl", "nccl_engine", "nvtx")

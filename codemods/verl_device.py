@@ -78,8 +78,6 @@ class VerlDevice(PythonRule):
     SAFETY = "safe"
     TRIGGERS = ()
     TRIGGER_PATTERNS = (CUDA_WORD,)
-    # For files it leaves unchanged (declines where it would set "npu"): codemods/_verl_device_ast.py
-    AST_TWIN = "npu_port.codemods._verl_device_ast:AstVerlDevice"
 
     @classmethod
     def scout(cls, facts, options) -> bool:

@@ -13,7 +13,7 @@ KEPT_HINT = "port the transfer to all_reduce/broadcast, or to torch.distributed 
 
 
 def kept_message(qualified: str, row: Communicator, text: str) -> str:
-    """The report of an import left for a method the counterpart lacks (shared with the `ast` twin)."""
+    """The report of an import left for a method the counterpart lacks."""
     return (f"`{qualified.rsplit('.', 1)[-1]}` is used with `.{row.method_missing_on_npu(text)}()`, "
             "which vllm-ascend's PyHcclCommunicator lacks; left unchanged")
 
@@ -54,7 +54,6 @@ class VllmPyHccl(PythonRule):
     ID = "vllm-pyhccl"
     SAFETY = "review"
     TRIGGERS = ("PyNcclCommunicator",)
-    AST_TWIN = "npu_port.codemods._vllm_pyhccl_ast:AstVllmPyHccl"  # files it leaves unchanged
 
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
         if len(updated.body) != 1 or not isinstance(updated.body[0], cst.ImportFrom):

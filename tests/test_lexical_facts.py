@@ -15,8 +15,7 @@ from test_scout import CASES
 
 from npu_port.codemods.check_device_dispatch import _may_hold_two_npu_values, _may_report, _may_report_lexically
 from npu_port.codemods.check_npu_api import _may_name_a_missing_api, _outermost_chains
-from npu_port.transpiler.analysis.ast_source import dotted
-from npu_port.transpiler.analysis.source_facts import SourceFacts, scan
+from npu_port.transpiler.analysis.source_facts import SourceFacts, dotted, scan
 
 # What a converted tree is full of, and the spellings that hide a name or a value from a naive reading.
 NPU_SNIPPETS = [

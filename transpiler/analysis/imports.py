@@ -139,7 +139,7 @@ class ImportTable:
         elif isinstance(node, _SCOPE_NODES) and isinstance(node.body, cst.IndentedBlock):
             self._scopes.append((node, scan_scope(node.body.body)))
 
-    def leave(self, node) -> None:  # a LibCST node, or an ast one (ast_source.AstImports)
+    def leave(self, node: cst.CSTNode) -> None:
         if self._scopes and self._scopes[-1][0] is node:
             self._scopes.pop()
 

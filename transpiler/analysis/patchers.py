@@ -1,6 +1,5 @@
-"""The calls that patch a name (`setattr`, `mock.patch`, ...) and what counts as naming torch.cuda: one
-definition for the LibCST walk (core/python_source) and the ast pass (core/ast_pass), which both leave
-what a shim points at torch.cuda as written."""
+"""The calls that patch a name (`setattr`, `mock.patch`, ...) and what counts as naming torch.cuda: what
+the LibCST walk (core/python_source) leaves as written where a shim points it at torch.cuda."""
 
 from __future__ import annotations
 

@@ -472,3 +472,15 @@ def _unwrap_grouping(m: re.Match[bytes]) -> bytes:
 
 
 _SPACE = re.compile(rb"\s+")
+
+
+def dotted(node: ast.AST) -> Optional[str]:
+    """`a.b.c` for a Name/Attribute chain of `ast` nodes, else None (imports.dotted_name on the LibCST side)."""
+    parts = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    parts.append(node.id)
+    return ".".join(reversed(parts))

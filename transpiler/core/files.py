@@ -321,8 +321,9 @@ def parse_refusal(data: bytes) -> Optional[str]:
     return None
 
 
-# The tree parse_refusal built, for the conversion of the same file that follows it (core/ast_pass reads
-# it instead of parsing again): handed over once, to a caller holding the very bytes it was parsed from.
+# The tree parse_refusal built, for the conversion of the same file that follows it (its statement
+# positions, analysis/locations, read it instead of parsing again): handed over once, to a caller
+# holding the very bytes it was parsed from.
 _last_parse: list = [None, None]
 
 
