@@ -1,0 +1,116 @@
+"""`cuda-mock-targets`: a test's stand-in for a torch.cuda function follows the code it tests to torch.npu."""
+
+from __future__ import annotations
+
+from typing import Optional
+
+import libcst as cst
+
+from npu_port.codemods._torch_cuda_table import table_for
+from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.analysis.literals import string_value, with_string_value
+from npu_port.transpiler.core.rules import PythonRule
+
+_ROOT = "torch.cuda."
+# The test tools' patchers: what they replace is what the code under test calls. A plain `setattr` or an
+# assignment to torch.cuda is a shim the code itself sets up (left as written, see core/python_source).
+_NAME_PATCHERS = ("patch", "mock.patch", "unittest.mock.patch", "mocker.patch", "monkeypatch.setattr",
+                  "monkeypatch.delattr")
+_OBJECT_PATCHERS = ("patch.object", "mock.patch.object", "unittest.mock.patch.object", "mocker.patch.object",
+                    "monkeypatch.setattr", "monkeypatch.delattr")
+
+
+def _named(name: str, patchers: tuple[str, ...]) -> bool:
+    return any(name == p or name.endswith("." + p) for p in patchers)
+
+
+class CudaMockTargets(PythonRule):
+    """Points a test's mock of a torch.cuda function at the torch.npu function the converted code calls.
+
+    What it does:
+        In the patchers of the test tools (`mock.patch`, `patch`, `mocker.patch`, `monkeypatch.setattr`,
+        and their `.object` forms), a target that names a torch.cuda function, as a dotted string
+        (`"torch.cuda.device_count"`, `"pkg.utils.torch.cuda.device_count"`) or as the object and the
+        attribute (`monkeypatch.setattr(torch.cuda, "is_available", ...)`), gets the name torch-cuda-api
+        gives that function: `torch.npu.device_count`. Only names that rule converts (its table, the
+        same one) move; a name it leaves (no NPU equivalent, or one that answers differently) keeps its
+        mock, with the code. A plain `setattr` or an assignment to torch.cuda is a shim, not a test's
+        stand-in, and stays.
+
+    Why:
+        torch-cuda-api turns the code's `torch.cuda.device_count()` into `torch.npu.device_count()`. A
+        test that still patches `torch.cuda.device_count` then patches a function nobody calls: the
+        test runs against the real NPU count and asserts what the mock would have made true. Test
+        and code must move together.
+
+    Example:
+        with mock.patch("litgpt.utils.torch.cuda.device_count", return_value=0):
+        ->  with mock.patch("litgpt.utils.torch.npu.device_count", return_value=0):
+        monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+        ->  monkeypatch.setattr(torch.npu, "is_available", lambda: True)
+
+    With --keep-cuda:
+        The mock stays (the code then asks torch.accelerator, which a mock of one backend does not
+        reach), with a warning: patch the function the converted code calls.
+
+    Fix safety:
+        Review: right where the code under test goes through torch-cuda-api; a test of code that keeps a
+        CUDA call (a branch for NVIDIA only) needs its old target back.
+    """
+
+    ID = "cuda-mock-targets"
+    SAFETY = "review"
+    TRIGGERS = ("torch.cuda",)
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self.table = table_for(ctx.target, ctx.options.rules_files)
+
+    def _npu_name(self, qualified: str) -> Optional[str]:
+        new = self.table.translate(qualified)
+        if new is None or not new.startswith("torch.npu."):
+            return None  # no NPU form, or one under torch_npu that a module path cannot reach
+        return new
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        if not updated.args or updated.args[0].keyword is not None:
+            return updated
+        name = dotted_name(updated.func) or ""
+        first = updated.args[0].value
+        target = string_value(first)
+        if target is not None and _named(name, _NAME_PATCHERS) and isinstance(first, cst.SimpleString):
+            return self._string_target(original, updated, first, target)
+        if (len(updated.args) >= 2 and _named(name, _OBJECT_PATCHERS)
+                and self.ctx.resolve(original.args[0].value) == "torch.cuda"):
+            return self._object_target(original, updated)
+        return updated
+
+    def _string_target(self, original: cst.Call, updated: cst.Call, first: cst.SimpleString,
+                       target: str) -> cst.BaseExpression:
+        at = target.find(_ROOT)
+        if at < 0 or (at > 0 and target[at - 1] != "."):
+            return updated
+        new = self._npu_name(target[at:])
+        if new is None:
+            return updated
+        replaced = target[:at] + new
+        args = [updated.args[0].with_changes(value=with_string_value(first, replaced)), *updated.args[1:]]
+        return self.rewrite(original, updated, updated.with_changes(args=args),
+                            f'the mock target "{target}" -> "{replaced}" (the code it stands in for calls torch.npu)')
+
+    def _object_target(self, original: cst.Call, updated: cst.Call) -> cst.BaseExpression:
+        attr_node = updated.args[1].value
+        attr = string_value(attr_node)
+        if attr is None or not isinstance(attr_node, cst.SimpleString):
+            return updated
+        new = self._npu_name(_ROOT + attr)
+        if new is None or "." in new[len("torch.npu."):]:
+            return updated
+        first = updated.args[0].value
+        if not (isinstance(first, cst.Attribute) and first.attr.value == "cuda"):
+            return updated  # `from torch import cuda`: no spelling of torch.npu is bound here
+        args = [updated.args[0].with_changes(value=first.with_changes(attr=cst.Name("npu"))),
+                updated.args[1].with_changes(value=with_string_value(attr_node, new.rsplit(".", 1)[1])),
+                *updated.args[2:]]
+        return self.rewrite(original, updated, updated.with_changes(args=args),
+                            f"the mock of torch.cuda.{attr} -> {new} (the code it stands in for calls torch.npu)")
