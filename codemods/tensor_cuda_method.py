@@ -6,6 +6,7 @@ from typing import Optional
 import libcst as cst
 
 from npu_port.codemods._device_agnostic import DeviceAgnostic
+from npu_port.transpiler.analysis.dispatch import code
 from npu_port.transpiler.analysis.imports import dotted_expr, dotted_name
 from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
 from npu_port.transpiler.tables.mapping import load_table
@@ -36,6 +37,19 @@ def _is_device_value(node: cst.BaseExpression) -> bool:
         and not (dotted_name(node.func) or "").endswith(("current_device", "get_device"))
 
 
+# Methods of a tensor or module that return a tensor or module again: `x.float().cuda()` is known to be torch's
+# where `x` is.
+_TORCH_METHODS = frozenset({"float", "half", "bfloat16", "double", "int", "long", "bool", "to", "contiguous",
+                            "clone", "detach", "view", "reshape", "cpu", "cuda", "squeeze", "unsqueeze", "t",
+                            "permute", "transpose", "expand", "repeat", "flatten", "type", "requires_grad_", "eval",
+                            "train", "type_as", "view_as", "reshape_as", "pin_memory", "share_memory_"})
+# Attributes that hold a tensor (a Parameter) on whatever module they are read from.
+_TENSOR_ATTRIBUTES = frozenset({"weight", "bias", "grad"})
+# What torch tensors and modules are, and the libraries whose calls build them.
+_TORCH_TYPES = frozenset({"torch.Tensor", "torch.nn.Module", "torch.nn.Parameter", "torch.nn.parameter.Parameter"})
+_TORCH_BUILDERS = ("torch.", "transformers.")
+
+
 # What the rule could rewrite, in the code without comments and strings (its scout): `.cuda` and, past
 # closing parentheses, whitespace and backslash continuations, an opening one (`x.cuda(0)`,
 # `(m.cuda)()`), or `.is_cuda`; the same may stand between the dot and the name.
@@ -51,22 +65,31 @@ def _on_accelerator(value: cst.BaseExpression) -> cst.BaseExpression:
 
 
 class TensorCudaMethod(PythonRule):
-    """Rewrite `.cuda()` calls to `.npu()` and `.is_cuda` to `.is_npu`.
+    """Rewrite `.cuda()` calls for the NPU (`.npu()` or `.to("npu")`) and `.is_cuda` to `.is_npu`.
 
     What it does:
-        `x.cuda(...)` becomes `x.npu(...)` with the same arguments, and `t.is_cuda` becomes `t.is_npu`,
-        on any object that is not an imported module (tensors, modules, storages). Objects of libraries
-        that have `.cuda()` but no `.npu()` (tensordict's `TensorDict`, listed in
-        `cuda_method_receivers.yaml`) get `.to("npu")` instead when the file shows what they are: the
-        receiver is built by a call to such a class, or is a name assigned from one in the same scope.
+        `x.cuda(...)` becomes `x.npu(...)` with the same arguments where `x` is known to be a torch tensor
+        or module: built by a torch or transformers call (`torch.zeros(...)`, `nn.Linear(...)`,
+        `AutoModel.from_pretrained(...)`, a class of the file that subclasses `nn.Module`), a tensor
+        method of one (`t.float()`), a Parameter attribute (`.weight`, `.bias`, `.grad`), a name assigned
+        from one in the same scope, or a parameter annotated `torch.Tensor` / `nn.Module`. On anything
+        else (a TensorDict, a data container returned by another module, a user class) `.cuda()`
+        becomes `.to("npu")`, which tensors, modules and TensorDicts all have where not every object
+        with `.cuda()` has `.npu()`: `.cuda(3)` / `.cuda(local_rank)` -> `.to("npu:3")` /
+        `.to(f"npu:{local_rank}")`, a device value is passed on, `non_blocking=` stays; a device argument
+        of unknown kind (`.cuda(dev)`) is left and reported. `t.is_cuda` becomes `t.is_npu`, on any
+        object that is not an imported module.
 
     Why:
-        torch_npu adds `Tensor.npu`, `Module.npu` and `Tensor.is_npu`; `.cuda()` fails without CUDA.
+        torch_npu adds `Tensor.npu`, `Module.npu` and `Tensor.is_npu`; `.cuda()` fails without CUDA. A
+        method the object lacks is worse than no rewrite: tensordict's `TensorDict.cuda()` exists,
+        `TensorDict.npu()` does not (EasyR1's `DataProto.to` moved `data.batch.cuda(...)`).
 
     Example:
-        model = Net().cuda()            ->  model = Net().npu()
+        model = Net().cuda()            ->  model = Net().npu()          (Net subclasses nn.Module)
+        batch = data.batch.cuda()       ->  batch = data.batch.to("npu")  (type not known here)
+        x = batch.cuda(local_rank)      ->  x = batch.to(f"npu:{local_rank}")
         if batch.is_cuda: ...           ->  if batch.is_npu: ...
-        td = TensorDict(d, [2]).cuda()  ->  td = TensorDict(d, [2]).to("npu")
 
     With --keep-cuda:
         model = Net().cuda()            ->  model = Net().to(torch.accelerator.current_accelerator())
@@ -74,9 +97,10 @@ class TensorCudaMethod(PythonRule):
         if batch.is_cuda: ...           ->  if (batch.device.type in ("cuda", "npu")): ...
 
     Fix safety:
-        safe for torch objects. A user class with its own `cuda()` method would need a matching `npu()`;
-        the change is visible in the diff. A file that assigns its own `x.is_cuda = ...` attribute keeps
-        `is_cuda` throughout; other files reading that user attribute need a look in review.
+        safe for torch objects and TensorDicts. A user class with its own `cuda()` method and no `to()`
+        needs a look in review (the diff shows `.to("npu")`). A file that assigns its own
+        `x.is_cuda = ...` attribute keeps `is_cuda` throughout; other files reading that user attribute
+        need a look in review.
     """
 
     ID = "tensor-cuda-method"
@@ -94,6 +118,35 @@ class TensorCudaMethod(PythonRule):
         super().__init__(ctx)
         self._to_device = tuple(load_table(ctx.target, "cuda_method_receivers")["to_device"])
         self._built: list[set[str]] = [set()]  # per scope: names assigned from such a class's call
+        self._torch: list[set[str]] = [set()]  # per scope: names known to hold a torch tensor or module
+        self._modules: set[str] = set()  # classes of this file that are torch modules
+
+    def _is_torch_object(self, node: cst.BaseExpression) -> bool:
+        """Whether `node` is known to be a torch tensor or module (which have `.npu()`): built by a torch
+        or transformers call, a tensor method of one, a Parameter attribute (`.weight`), a name assigned
+        from one in this scope or a parameter annotated as one. Anything else (a TensorDict, a data
+        container from another module, a user class) may have `.cuda()` without `.npu()`."""
+        if isinstance(node, cst.Name):
+            return node.value in self._torch[-1]
+        if isinstance(node, cst.Attribute):
+            return node.attr.value in _TENSOR_ATTRIBUTES
+        if not isinstance(node, cst.Call):
+            return False
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in _TORCH_METHODS \
+                and self.ctx.resolve(node.func) is None:
+            return self._is_torch_object(node.func.value)
+        if isinstance(node.func, cst.Name) and node.func.value in self._modules:
+            return True
+        name = self.ctx.resolve(node.func) or ""
+        return name.startswith(_TORCH_BUILDERS) and not self._builds_no_npu_object(node)
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        """A class of this file that subclasses a torch module (directly, or through one defined above it)."""
+        for base in node.bases:
+            name = self.ctx.resolve(base.value) or ""
+            if name.startswith("torch.nn.") or (isinstance(base.value, cst.Name) and base.value.value in self._modules):
+                self._modules.add(node.name.value)
+                return
 
     def _is_module(self, node: cst.BaseExpression) -> bool:
         return self.ctx.resolve(node) is not None
@@ -112,36 +165,74 @@ class TensorCudaMethod(PythonRule):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._built.append(set())
+        self._torch.append({p.name.value for p in (*node.params.params, *node.params.kwonly_params,
+                                                    *node.params.posonly_params)
+                            if p.annotation is not None
+                            and self.ctx.resolve(p.annotation.annotation) in _TORCH_TYPES})
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
         self._built.pop()
+        self._torch.pop()
         return updated
 
     def visit_Assign(self, node: cst.Assign) -> None:
         for target in node.targets:
             if isinstance(target.target, cst.Name):
-                if self._builds_no_npu_object(node.value):
-                    self._built[-1].add(target.target.value)
-                else:
-                    self._built[-1].discard(target.target.value)
+                name = target.target.value
+                for known, holds in ((self._built[-1], self._builds_no_npu_object(node.value)),
+                                     (self._torch[-1], self._is_torch_object(node.value))):
+                    if holds:
+                        known.add(name)
+                    else:
+                        known.discard(name)
 
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         func = updated.func
         if (isinstance(func, cst.Attribute) and func.attr.value == "cuda"
                 and not self._is_module(original.func.value)):
-            if self._builds_no_npu_object(original.func.value):  # type: ignore[attr-defined]
-                if updated.args:
-                    self.report(original, "`.cuda(...)` on an object that has no `.npu()`; left unchanged",
-                                hint='use .to("npu") (or .to(f"npu:{index}")) on the NPU')
-                    return updated
-                new = updated.with_changes(func=func.with_changes(attr=cst.Name("to")),
-                                           args=[cst.Arg(cst.SimpleString('"npu"'))])
-                return self.rewrite(original, updated, new, '`.cuda()` -> `.to("npu")` (the object has no `.npu()`)',
+            receiver = original.func.value  # type: ignore[attr-defined]
+            if self._is_torch_object(receiver):
+                new = updated.with_changes(func=func.with_changes(attr=cst.Name("npu")))
+                return self.rewrite(original, updated, new, "`.cuda()` -> `.npu()`",
                                     portable=lambda: self._to_accelerator(updated))
-            new = updated.with_changes(func=func.with_changes(attr=cst.Name("npu")))
-            return self.rewrite(original, updated, new, "`.cuda()` -> `.npu()`",
+            new = self._to_npu(updated)
+            if new is None:
+                self.report(original, "`.cuda(...)` on an object not known to be a torch tensor or module, with a "
+                            "device argument of unknown kind; left unchanged",
+                            hint='use .to("npu") / .to(f"npu:{index}"): tensors, modules and TensorDicts have it; '
+                                 "not every object with .cuda() has .npu()")
+                return updated
+            what = "the object has no `.npu()`" if self._builds_no_npu_object(receiver) else \
+                "not known to be a torch tensor or module: `.to` is what tensors, modules and TensorDicts all have"
+            return self.rewrite(original, updated, new, f"`.cuda()` -> `{code(new.func)}(...)` ({what})",
                                 portable=lambda: self._to_accelerator(updated))
         return updated
+
+    @staticmethod
+    def _to_npu(call: cst.Call) -> Optional[cst.Call]:
+        """`.cuda(...)` as `.to(...)` on the NPU: no device -> `.to("npu")`, an index -> `.to(f"npu:{i}")`,
+        a device value (already ported by device-string) -> `.to(value)`; other keywords (non_blocking)
+        stay. None for a device argument of unknown kind or a starred one."""
+        device = next((a for a in call.args if a.keyword is None or a.keyword.value == "device"), None)
+        if device is None:
+            value: cst.BaseExpression = cst.SimpleString('"npu"')
+        elif device.star:
+            return None
+        elif _is_device_value(device.value):
+            value = device.value
+        elif isinstance(device.value, cst.Integer):
+            value = cst.SimpleString(f'"npu:{device.value.value}"')
+        elif _is_index(device.value):
+            value = cst.FormattedString([cst.FormattedStringText("npu:"),
+                                         cst.FormattedStringExpression(device.value)], start='f"', end='"')
+        else:
+            return None
+        rest = [a for a in call.args if a is not device]
+        first = cst.Arg(value, comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")) if rest else
+                        cst.MaybeSentinel.DEFAULT)
+        func = call.func
+        assert isinstance(func, cst.Attribute)
+        return call.with_changes(func=func.with_changes(attr=cst.Name("to")), args=[first, *rest])
 
     def _to_accelerator(self, call: cst.Call) -> Optional[cst.Call]:
         """--keep-cuda: `.cuda(...)` -> `.to(<the accelerator>, ...)`. `.cuda(dev)` takes an index, a string or
