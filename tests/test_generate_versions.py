@@ -44,7 +44,7 @@ def test_every_set_is_snapshotted_at_its_exact_releases(name):
     facts = conformance.facts_for_set(vs)
     for package in versions.SNAPSHOTTED_PACKAGES:
         assert facts(package).version == vs.versions[package], package
-    pins = "\n".join(vs.requirements)
+    pins = "\n".join(vs.all_requirements())
     for package in ("verl", "vllm-ascend", "transformers"):
         assert f"{package}=={vs.versions[package.replace('-', '_')]}" in pins
     assert f"--branch v{vs.vllm}" in vs.requirements_text()  # vLLM is built from source on Ascend
@@ -104,8 +104,12 @@ def test_requirements_out_writes_the_pins(tmp_path):
     req = tmp_path / "requirements-npu.txt"
     result = invoke("generate", "pipeline", "-o", str(tmp_path / "p.py"), "--requirements-out", str(req))
     assert result.exit_code == 0, result.output
-    lines = req.read_text().splitlines()
-    assert "torch-npu==2.10.0.post4" in lines and "vllm-ascend==0.23.0" in lines and "verl==0.9.1" in lines
+    lines = [line.split("  # index:", 1)[0] for line in req.read_text().splitlines()]
+    assert "torch-npu==2.10.0.post4" in lines and "verl==0.9.1" in lines and "triton-ascend==3.2.0" in lines
+    # vllm-ascend 0.23.0's metadata pins triton-ascend==3.2.2, which no index has: installed --no-deps after.
+    assert "vllm-ascend==0.23.0" not in lines
+    assert any(line.startswith("#   pip install --no-deps vllm-ascend==0.23.0") for line in lines)
+    assert 'torch==2.10.0+cpu; platform_machine == "x86_64"' in lines
     # The extras verl 0.9.1's V1 trainer imports, and the transformers of the set.
     assert "TransferQueue==0.1.11" in lines and "cachetools" in lines and "transformers==5.5.4" in lines
     assert any("CANN 9.1.0" in line for line in lines)
@@ -147,9 +151,9 @@ def test_sglang_selects_the_ascend_attention_backend():
     assert "attention_backend" not in vllm
 
 
-def test_the_in_place_engine_never_starts_ray_before_verl():
+def test_the_reloading_engine_never_starts_ray_before_verl():
     """vLLM's Ray executor would start Ray before run_ppo, which then skips ray_kwargs.ray_init."""
-    with pytest.raises(OptionError, match="--distributed-executor-backend ray with the in-place hand-off"):
+    with pytest.raises(OptionError, match="--distributed-executor-backend ray with the reload hand-off"):
         schemas()["pipeline"].validate({"distributed_executor_backend": "ray"})
     schemas()["pipeline"].validate({"distributed_executor_backend": "ray", "weight_handoff": "disk"})
     launcher = (ROOT / "fixtures" / "weave" / "agent_loop" / "verl_hydra_main.input.py").read_text()

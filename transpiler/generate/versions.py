@@ -7,6 +7,7 @@ release with the one vLLM release its vllm-ascend supports, so the two flags mus
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from functools import cache
 from importlib import resources
@@ -18,8 +19,42 @@ import yaml
 SNAPSHOTTED_PACKAGES = ("verl", "vllm", "ray", "transformers")
 
 
+PYPI = "https://pypi.org/simple"
+MACHINES = ("x86_64", "aarch64")  # the Ascend hosts: Atlas 800 (Kunpeng, aarch64) and x86_64 servers
+
+
 class VersionSetError(ValueError):
     pass
+
+
+@dataclass(frozen=True)
+class PackageIndex:
+    """An index other than PyPI that some packages come from on some machines (PyTorch's CPU index on
+    x86_64: PyPI's x86_64 torch is the CUDA build, and torch-npu runs on the CPU one)."""
+
+    url: str
+    packages: tuple[str, ...]
+    machines: tuple[str, ...]
+    local: str = ""  # the local version label of its builds ("cpu": torch==2.10.0+cpu)
+    why: str = ""
+
+
+@dataclass(frozen=True)
+class NoDeps:
+    """A package installed after the requirements file with `pip install --no-deps`: its own metadata cannot
+    resolve (`replaced`: the requirements of its that name no release on the index); the file holds the rest."""
+
+    requirement: str
+    why: str
+    replaced: tuple[str, ...] = ()
+
+
+def requirement_name(line: str) -> str:
+    return re.split(r"[\s\[<>=!~;]", line, maxsplit=1)[0]
+
+
+def _canonical(name: str) -> str:
+    return re.sub(r"[-_.]+", "-", name).lower()
 
 
 @dataclass(frozen=True)
@@ -31,6 +66,13 @@ class VersionSet:
     trainer: str  # "v1": run_ppo(config, task_runner_class=TaskRunnerV1); "legacy": run_ppo(config)
     versions: dict[str, str]  # verl, vllm, vllm_ascend, ray, transformers
     requirements: tuple[str, ...]
+    indexes: tuple[PackageIndex, ...] = ()  # where a package comes from when not from PyPI
+    no_deps: tuple[NoDeps, ...] = ()  # installed after the file, with --no-deps
+    engine_reload: bool = False  # a running vLLM engine's workers can reload weights from a checkpoint folder
+
+    def all_requirements(self) -> tuple[str, ...]:
+        """The file's lines, then the --no-deps ones."""
+        return self.requirements + tuple(n.requirement for n in self.no_deps)
 
     @property
     def verl(self) -> str:
@@ -48,27 +90,69 @@ class VersionSet:
                 f"CANN {self.cann}, Python {self.python} (`npu-port generate ... --requirements-out "
                 "requirements-npu.txt` writes the pins)."]
 
+    def index_for(self, package: str, machine: str) -> PackageIndex:
+        """The index `package` is installed from on `machine` (PyPI unless the set names another)."""
+        for index in self.indexes:
+            if machine in index.machines and _canonical(package) in {_canonical(p) for p in index.packages}:
+                return index
+        return PackageIndex(PYPI, (), MACHINES)
+
+    def install_lines(self) -> list[str]:
+        """The requirement lines, each ending with the index it comes from; a package that comes from another
+        index on some machines gets one line per machine (an environment marker each)."""
+        lines = [f"--extra-index-url {url}" for url in dict.fromkeys(i.url for i in self.indexes)]
+        for requirement in self.requirements:
+            name = requirement_name(requirement)
+            where = {m: self.index_for(name, m) for m in MACHINES}
+            if len({i.url for i in where.values()}) == 1:
+                lines.append(f"{requirement}  # index: {where[MACHINES[0]].url}")
+                continue
+            for machine, index in where.items():
+                pinned = requirement + (f"+{index.local}" if index.local and "==" in requirement else "")
+                lines.append(f'{pinned}; platform_machine == "{machine}"  # index: {index.url}')
+        return lines
+
     def requirements_text(self) -> str:
         v = self.versions
         head = [
             f"# Ascend NPU stack for the generated scripts: {self.summary}.",
-            "# Written by `npu-port generate --requirements-out`; every pin is read from the packages' own",
-            "# metadata and vllm-ascend's release compatibility matrix. Install on a host with the Ascend driver and",
+            "# Written by `npu-port generate --requirements-out`. Every pin is a release on its index for linux",
+            f"# x86_64 and aarch64, CPython {self.python} (read with tools/index_pins.py), and the whole set resolves",
+            "# with pip's resolver. Install on a host with the Ascend driver and",
             f"# CANN {self.cann} (toolkit and the matching kernels/nnal packages), Python {self.python}:",
             "#   source /usr/local/Ascend/ascend-toolkit/set_env.sh",
             "#   pip install -r requirements-npu.txt",
+            *(f"#   pip install --no-deps {n.requirement}   # index: {self.index_for(requirement_name(n.requirement), MACHINES[0]).url}; "
+              f"{' '.join(n.why.split())}" for n in self.no_deps),
             f"#   git clone --depth 1 --branch v{v['vllm']} https://github.com/vllm-project/vllm",
             "#   VLLM_TARGET_DEVICE=empty pip install -e vllm   # vLLM without its CUDA torch pin",
+            f"# Each line names the index it comes from: {PYPI} (PyPI) unless it says otherwise.",
         ]
-        return "\n".join(head + list(self.requirements)) + "\n"
+        for index in self.indexes:
+            head.append(f"# {', '.join(index.packages)} on {', '.join(index.machines)}: {index.url}"
+                        + (f" ({index.why})" if index.why else ""))
+        return "\n".join(head + self.install_lines()) + "\n"
 
 
-def _parse(name: str, data: dict) -> VersionSet:
+def _index(data: dict) -> PackageIndex:
+    try:
+        return PackageIndex(url=str(data["url"]), packages=tuple(map(str, data["packages"])),
+                            machines=tuple(map(str, data["machines"])), local=str(data.get("local", "")),
+                            why=str(data.get("why", "")))
+    except (KeyError, TypeError) as exc:
+        raise VersionSetError(f"an index lacks {exc}") from None
+
+
+def _parse(name: str, data: dict, indexes: tuple[PackageIndex, ...] = ()) -> VersionSet:
     try:
         versions = {k: str(data[k]) for k in ("verl", "vllm", "vllm_ascend", "ray", "transformers")}
         vs = VersionSet(name=name, summary=str(data["summary"]), cann=str(data["cann"]), python=str(data["python"]),
                         trainer=str(data["trainer"]), versions=versions,
-                        requirements=tuple(str(r) for r in data["requirements"]))
+                        requirements=tuple(str(r) for r in data["requirements"]), indexes=indexes,
+                        engine_reload=bool(data.get("engine_reload", False)),
+                        no_deps=tuple(NoDeps(str(n["requirement"]), " ".join(str(n["why"]).split()),
+                                             tuple(map(str, n.get("replaced") or ())))
+                                      for n in data.get("no_deps") or ()))
     except (KeyError, TypeError) as exc:
         raise VersionSetError(f"version set {name!r} lacks {exc}") from None
     if vs.trainer not in ("v1", "legacy"):
@@ -79,8 +163,13 @@ def _parse(name: str, data: dict) -> VersionSet:
 @cache
 def _loaded() -> tuple[str, dict[str, VersionSet]]:
     text = (resources.files("npu_port.skeletons") / "version_sets.yaml").read_text(encoding="utf-8")
-    data = yaml.safe_load(text)
-    sets = {name: _parse(name, body) for name, body in data["sets"].items()}
+    return parse_sets(yaml.safe_load(text))
+
+
+def parse_sets(data: dict) -> tuple[str, dict[str, VersionSet]]:
+    """The default set's name and every set of a loaded version_sets.yaml."""
+    indexes = tuple(_index(i) for i in data.get("indexes") or ())
+    sets = {name: _parse(name, body, indexes) for name, body in data["sets"].items()}
     if data["default"] not in sets:
         raise VersionSetError(f"default version set {data['default']!r} is not defined")
     return data["default"], sets
