@@ -195,7 +195,7 @@ def test_parallel_settings_reach_the_engine_constructor(monkeypatch):
     monkeypatch.delenv("VLLM_ALLOW_INSECURE_SERIALIZATION")
     _ = module.VLLMAdapter("m").engine
     assert captured["tensor_parallel_size"] == 4 and captured["pipeline_parallel_size"] == 2
-    assert "VLLM_ALLOW_INSECURE_SERIALIZATION" not in os.environ  # only the in-place hand-off needs it
+    assert "VLLM_ALLOW_INSECURE_SERIALIZATION" not in os.environ  # only the reload hand-off needs it
     assert captured["distributed_executor_backend"] == "ray"
     assert "device" not in captured and "npu_memory_utilization" not in captured
 
@@ -250,16 +250,15 @@ def test_no_checkpoint_is_a_clear_error(monkeypatch, tmp_path):
         module.hand_off_checkpoint(module.VLLMAdapter("base", engine=FakeEngine()), str(tmp_path))
 
 
-@pytest.mark.parametrize("vllm_version,loaded", [("0.23.0", "new"), ("0.11.0", "new")])
-def test_weights_reach_the_running_engine_in_place(monkeypatch, tmp_path, vllm_version, loaded):
-    module = load_generated("vllm-infer", monkeypatch, vllm_version=vllm_version)
+def test_the_running_engine_reloads_the_checkpoint_without_a_rebuild(monkeypatch, tmp_path):
+    module = load_generated("vllm-infer", monkeypatch, vllm_version="0.23.0")
     (tmp_path / "config.json").write_text("{}")
     engine = FakeEngine()
     built = []
     adapter = module.VLLMAdapter("base", engine_factory=lambda m: built.append(m) or engine, enable_sleep_mode=True)
     adapter.generate("x")
     adapter.sleep()
-    assert adapter.hand_off_weights(str(tmp_path)) == "in-place"
+    assert adapter.hand_off_weights(str(tmp_path)) == "reloaded"
     steps = [c[0] for c in engine.calls if c[0] != "generate"]
     assert steps == ["sleep", "wake_up", "collective_rpc", "wake_up", "reset_prefix_cache"]
     assert ("collective_rpc", [str(tmp_path)]) in engine.calls  # every worker loaded the new folder
@@ -268,7 +267,21 @@ def test_weights_reach_the_running_engine_in_place(monkeypatch, tmp_path, vllm_v
     assert built == ["base"]  # never rebuilt
 
 
-def test_in_place_failure_falls_back_to_the_disk_checkpoint(adapter_module, tmp_path):
+def test_on_vllm_0_11_the_engine_is_rebuilt_on_the_checkpoint_and_says_so(monkeypatch, tmp_path):
+    """vllm-ascend 0.11's NPUModelRunner has no reload_weights: no reload is tried, the engine is rebuilt."""
+    module = load_generated("vllm-infer", monkeypatch, vllm_version="0.11.0")
+    assert not hasattr(module, "_reload_weights_from_checkpoint")
+    (tmp_path / "config.json").write_text("{}")
+    engine = FakeEngine()
+    built = []
+    adapter = module.VLLMAdapter("base", engine_factory=lambda m: built.append(m) or engine)
+    adapter.generate("x")
+    assert adapter.hand_off_weights(str(tmp_path)) == "rebuilt"
+    adapter.generate("y")
+    assert built == ["base", str(tmp_path)] and not [c for c in engine.calls if c[0] == "collective_rpc"]
+
+
+def test_a_failed_reload_falls_back_to_a_rebuild_on_the_checkpoint(adapter_module, tmp_path):
     (tmp_path / "config.json").write_text("{}")
 
     class NoRpc(FakeEngine):
@@ -360,9 +373,9 @@ def test_the_agent_loop_runs_over_any_base_agent_adapter(monkeypatch):
     assert sent[0]["tools"] == [{"type": "function"}] and sent[1]["messages"][-1]["role"] == "tool"
 
 
-def test_the_in_place_engine_may_receive_the_reload_function(monkeypatch):
+def test_the_reloading_engine_may_receive_the_reload_function(monkeypatch):
     """vLLM's engine process refuses a function in collective_rpc unless VLLM_ALLOW_INSECURE_SERIALIZATION
-    is set when it starts (vllm/v1/serial_utils.py): the engine built for the in-place hand-off has it."""
+    is set when it starts (vllm/v1/serial_utils.py): the engine built for the reload hand-off has it."""
     module = load_generated("vllm-infer", monkeypatch)
     monkeypatch.setenv("VLLM_ALLOW_INSECURE_SERIALIZATION", "")  # so that teardown removes what the adapter sets
     monkeypatch.delenv("VLLM_ALLOW_INSECURE_SERIALIZATION")

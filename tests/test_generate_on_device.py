@@ -4,9 +4,9 @@
 
 On an Ascend host (CANN, torch_npu, vllm + vllm-ascend of the version set) this runs vLLM on the NPU; on a
 GPU host the same code runs on CUDA (the adapter is the GPU code, vllm-ascend only plugs in). It builds
-the engine with sleep mode, answers, sleeps, hands the weights over in place (the model's own folder
+the engine with sleep mode, answers, sleeps, has the engine reload the weights (the model's own folder
 stands for a checkpoint) and answers again without a rebuild; then the generated pipeline's half after
-training (in-place hand-off from a VERL checkpoint folder, the agent loop with the sample tools and reward,
+training (reload hand-off from a VERL checkpoint folder, the agent loop with the sample tools and reward,
 agent_eval.json). The CPU tests inject the engine instead.
 """
 
@@ -26,7 +26,7 @@ pytestmark = pytest.mark.skipif(
     reason="needs an accelerator with vLLM: set NPU_PORT_DEVICE_TESTS=1 and NPU_PORT_TINY_MODEL to a local model folder")
 
 
-def test_in_place_hand_off_on_a_real_engine(monkeypatch):
+def test_reload_hand_off_on_a_real_engine(monkeypatch):
     pytest.importorskip("vllm")
     values = schemas()["vllm-infer"].validate({"model_path": MODEL, "gpu_memory_utilization": 0.3,
                                                "max_model_len": 512, "max_tokens": 8, "temperature": 0.0})
@@ -39,7 +39,7 @@ def test_in_place_hand_off_on_a_real_engine(monkeypatch):
         before = adapter.generate("The capital of France is")
         engine = adapter.engine
         adapter.sleep()
-        assert adapter.hand_off_weights(MODEL) == "in-place"
+        assert adapter.hand_off_weights(MODEL) == "reloaded"
         after = adapter.generate("The capital of France is")
         assert adapter.engine is engine  # not rebuilt
         assert after == before  # the same weights came back: greedy decoding gives the same text
@@ -49,7 +49,7 @@ def test_in_place_hand_off_on_a_real_engine(monkeypatch):
 
 def test_the_pipeline_serves_hands_off_and_evaluates_the_agent_on_a_real_engine(monkeypatch, tmp_path):
     """The pipeline's half after training, for real: the agent's engine sleeps, the "checkpoint" (a VERL
-    checkpoint folder whose Hugging Face copy is the tiny model) goes in in place, and the agent loop with
+    checkpoint folder whose Hugging Face copy is the tiny model) is reloaded into the running engine, and the agent loop with
     the sample tools and reward answers two rows into agent_eval.json. Training itself is VERL's."""
     pytest.importorskip("vllm")
     pytest.importorskip("verl.tools.function_tool")
@@ -72,7 +72,7 @@ def test_the_pipeline_serves_hands_off_and_evaluates_the_agent_on_a_real_engine(
         engine = adapter.engine
         adapter.sleep()
         weights, how = module.hand_off_checkpoint(adapter, str(tmp_path / "checkpoints"))
-        assert how == "in-place" and adapter.engine is engine
+        assert how == "reloaded" and adapter.engine is engine
         rows = [{"prompt": [{"role": "user", "content": "What is 12 * 7? Use the calculator, then answer as #### N."}],
                  "data_source": "gsm8k", "reward_model": {"ground_truth": "84"}}] * 2
         summary = module.evaluate_agent(module.make_agent_loop(adapter, str(tmp_path / "agent_tools.py")), rows,

@@ -119,7 +119,7 @@ def _stub_agent_packages(monkeypatch, recorder):
         monkeypatch.setitem(sys.modules, name, module)
 
 
-def test_the_generated_pipeline_trains_the_agent_hands_off_in_place_and_evaluates(pipeline, tmp_path):
+def test_the_generated_pipeline_trains_the_agent_reloads_its_engine_and_evaluates(pipeline, tmp_path):
     recorder, ray = pipeline({"save_freq": 5}, ["actor_rollout_ref.rollout.multi_turn.max_assistant_turns=2"])
     config = ray.trained[0]
     rollout = config["actor_rollout_ref"]["rollout"]
@@ -131,7 +131,7 @@ def test_the_generated_pipeline_trains_the_agent_hands_off_in_place_and_evaluate
     env = ray.calls[0]["runtime_env"]["env_vars"]
     assert env["HCCL_CONNECT_TIMEOUT"] and env["TOKENIZERS_PARALLELISM"] == "true"  # ours over VERL's defaults
     steps = [e[0] for e in recorder.events]
-    # The engine answers the probe, sleeps through training, and takes the new weights in place.
+    # The engine answers the probe, sleeps through training, and reloads the new checkpoint without a rebuild.
     assert steps[:6] == ["LLM", "generate", "sleep", "ray.init", "ray.shutdown", "wake_up"]
     assert steps[6:10] == ["collective_rpc", "wake_up", "reset_prefix_cache", "generate"] and steps.count("LLM") == 1
     weights = Path(config["trainer"]["default_local_dir"]) / "global_step_3" / "actor" / "huggingface"

@@ -248,7 +248,9 @@ def test_run_ppo_through_a_module_alias_and_config_keyword():
     source = ("import verl.trainer.main_ppo as mp\n\n\ndef main(cfg):\n    mp.run_ppo(config=cfg)\n\n\n"
               "if __name__ == '__main__':\n    main(None)\n")
     out = weave(source, agent=AgentOptions()).source
-    assert "mp.run_ppo(config=with_agent_loop(cfg))" in out and "    run_pipeline(None)" in out
+    # verl 0.9.1's run_ppo(config, task_runner_class): the runner its own main() passes is added.
+    assert "mp.run_ppo(config=with_agent_loop(cfg), task_runner_class=TaskRunnerV1)" in out
+    assert "from verl.trainer.main_ppo import TaskRunnerV1" in out and "    run_pipeline(None)" in out
 
 
 def test_requirements_out_writes_the_set_the_woven_code_targets(tmp_path):
@@ -258,7 +260,7 @@ def test_requirements_out_writes_the_set_the_woven_code_targets(tmp_path):
     result = CliRunner().invoke(cli, ["weave", str(script), "-o", str(tmp_path / "woven.py"), "--vllm-version",
                                       "0.11.0", "--requirements-out", str(req)])
     assert result.exit_code == 0, result.output
-    lines = req.read_text().splitlines()
+    lines = [line.split("  # index:", 1)[0] for line in req.read_text().splitlines()]
     assert "vllm-ascend==0.11.0" in lines and "verl==0.8.0" in lines
     assert "# Targets: verl 0.8.0, vLLM 0.11.0 + vllm-ascend 0.11.0" in (tmp_path / "woven.py").read_text()
     diff = CliRunner().invoke(cli, ["weave", str(script), "--diff", "--requirements-out", str(tmp_path / "r2.txt")])

@@ -66,7 +66,7 @@ class FakeLLM:
     def __init__(self, recorder, **kwargs):
         self.recorder = recorder
         recorder.events.append(("LLM", kwargs["model"], kwargs["enable_sleep_mode"]))
-        # The in-place hand-off's function reaches vLLM's engine process only with this set at start.
+        # The reload hand-off's function reaches vLLM's engine process only with this set at start.
         assert os.environ.get("VLLM_ALLOW_INSECURE_SERIALIZATION") == ("1" if kwargs["enable_sleep_mode"] else None)
         self.turn = 0
 
@@ -160,7 +160,7 @@ def _run(monkeypatch, tmp_path, script: Path, *overrides: str) -> Recorder:
     return recorder
 
 
-def test_the_agent_trains_in_the_loop_then_is_served_in_place_and_evaluated(monkeypatch, tmp_path):
+def test_the_agent_trains_in_the_loop_then_its_engine_reloads_and_evaluates(monkeypatch, tmp_path):
     script = _project(tmp_path)
     recorder = _run(monkeypatch, tmp_path, script, "actor_rollout_ref.rollout.multi_turn.max_assistant_turns=3")
     config = recorder.configs[0]
@@ -174,7 +174,7 @@ def test_the_agent_trains_in_the_loop_then_is_served_in_place_and_evaluated(monk
     assert rollout["multi_turn"]["max_assistant_turns"] == 3  # the command line's value is kept
     assert config["actor_rollout_ref"]["actor"]["checkpoint"]["save_contents"][-1] == "hf_model"
     assert config["trainer"]["device"] == "npu"  # the script's own code ran
-    # The engine starts on the policy's model and sleeps through training; the weights go in in place.
+    # The engine starts on the policy's model and sleeps through training; then it reloads the checkpoint.
     steps = [e[0] for e in recorder.events]
     assert steps[:4] == ["LLM", "sleep", "run_ppo", "ray.shutdown"]
     assert recorder.events[0] == ("LLM", "Qwen/Qwen2.5-0.5B-Instruct", True)

@@ -47,6 +47,8 @@ def _agent_options(fn):
               help="Write the woven script there (default: stdout).")
 @click.option("--in-place", is_flag=True, help="Overwrite SCRIPT (atomic replace).")
 @click.option("--diff", "show_diff", is_flag=True, help="Print a unified diff; write nothing.")
+@click.option("--force", is_flag=True, help="Overwrite an existing -o FILE or --requirements-out file (one "
+              "that already holds exactly what would be written is left as it is without it).")
 @click.option("--entry", metavar="NAME", help="The script's training entry function (default: the function "
               "its main block calls, else main/train/run/fit).")
 @click.option("--handoff-dir", metavar="PATH", help="Folder where training leaves Hugging Face weights; "
@@ -67,7 +69,7 @@ def _agent_options(fn):
               "evaluation (default: the training config's data.val_files).")
 @_agent_options
 @_adapter_options
-def weave_command(script: Path, adapter: str, output: Optional[Path], in_place: bool, show_diff: bool,
+def weave_command(script: Path, adapter: str, output: Optional[Path], in_place: bool, show_diff: bool, force: bool,
                   entry: Optional[str], handoff_dir: Optional[str], spec: Optional[Path],
                   requirements_out: Optional[Path], agent_loop: bool,
                   tools: Optional[Path], reward: Optional[str], eval_files: Optional[str], **cli_values: Any) -> None:
@@ -126,19 +128,42 @@ def weave_command(script: Path, adapter: str, output: Optional[Path], in_place: 
             if not path.exists():
                 sys.stdout.write(unified_diff(str(path), b"", text.encode("utf-8")))
         return
+    data = result.source.encode("utf-8")
+    requirements = version_set(values).requirements_text().encode("utf-8") if requirements_out else b""
+    # Nothing is written when one output would overwrite a file without --force.
+    writes = [(p, d) for p, d in ((output, data), (requirements_out, requirements)) if p is not None]
+    clobbered = [str(p) for p, d in writes if _would_overwrite(p, d)]
+    if clobbered and not force:
+        raise click.UsageError(f"{', '.join(clobbered)} already exist(s) with other content; use --force to "
+                               "overwrite")
     if in_place:
         if result.changed:
-            write_data(script, result.source.encode("utf-8"))
+            write_data(script, data)
     elif output:
-        write_data(output, result.source.encode("utf-8"))
+        _write_unless_same(output, data)
     else:
         sys.stdout.write(result.source)
     for path, text in companions.items():
         _write_sample(path, text)
     if requirements_out is not None:
-        write_data(requirements_out, version_set(values).requirements_text().encode("utf-8"), 0o644,
-                   what="--requirements-out")
-        click.echo(f"wrote {requirements_out}", err=True)
+        _write_unless_same(requirements_out, requirements, 0o644, what="--requirements-out")
+
+
+def _would_overwrite(path: Path, data: bytes) -> bool:
+    """A regular file is there, holding something else (a stream such as /dev/stdout is no file to keep)."""
+    try:
+        return path.is_file() and path.read_bytes() != data
+    except OSError:
+        return path.exists()
+
+
+def _write_unless_same(path: Path, data: bytes, mode: Optional[int] = None, what: str = "-o") -> None:
+    if path.is_file() and not _would_overwrite(path, data):
+        click.echo(f"{path}: already up to date", err=True)
+        return
+    write_data(path, data, mode, what=what)
+    if what == "--requirements-out":
+        click.echo(f"wrote {path}", err=True)
 
 
 def _agent_request(tools: Optional[Path], reward: Optional[str], eval_files: Optional[str],

@@ -72,7 +72,9 @@ def verl_overrides(v: Mapping[str, Any], *, save_hf_model: bool = False) -> list
     ]
     if not grpo:
         groups.append(("critic (PPO)", [
-            ("critic.model.path", v["model_path"]),
+            # The actor's model as the composed config names it: an override of actor_rollout_ref.model.path on
+            # the command line moves the critic too (its own critic.model.path override still wins).
+            ("critic.model.path", "${actor_rollout_ref.model.path}"),
             ("critic.model.use_remove_padding", True),
             ("critic.model.enable_gradient_checkpointing", True),
             ("critic.optim.lr", v["critic_lr"]),
@@ -168,9 +170,16 @@ def agent_overrides(v: Mapping[str, Any]) -> tuple[str, list[Override]]:
     ])
 
 
+def weight_handoff(v: Mapping[str, Any]) -> str:
+    """The hand-off the generated code does: `reload` only where the set's engine can reload its weights
+    from a checkpoint folder (not vLLM 0.11.0's: there it is `disk`, a rebuild on the checkpoint)."""
+    wanted = str(v.get("weight_handoff", "reload"))
+    return wanted if version_set(v).engine_reload else "disk"
+
+
 def _pipeline(v: Mapping[str, Any]) -> dict[str, Any]:
     groups = verl_overrides(v, save_hf_model=True)
-    return _verl_context(v, groups + [agent_overrides(v)])
+    return {**_verl_context(v, groups + [agent_overrides(v)]), "weight_handoff": weight_handoff(v)}
 
 
 def _msrl_train(v: Mapping[str, Any]) -> dict[str, Any]:

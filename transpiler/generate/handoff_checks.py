@@ -1,6 +1,6 @@
-"""Option checks of the in-place weight hand-off (`generate pipeline`, `weave --agent-loop`).
+"""Option checks of the reload weight hand-off (`generate pipeline`, `weave --agent-loop`).
 
-With the in-place hand-off the agent's vLLM engine starts before training and sleeps through it. An
+With the reload hand-off the agent's vLLM engine starts before training and sleeps through it. An
 engine on vLLM's Ray executor would start Ray itself (vLLM calls ray.init when none runs), and VERL's
 run_ppo then skips its own start-up: the NPU runtime_env and every ray_kwargs.ray_init setting would be
 dropped, and vLLM's workers would keep Ray's NPUs from the trainer.
@@ -13,8 +13,8 @@ from typing import Any
 
 
 def problems(values: Mapping[str, Any]) -> list[str]:
-    if values.get("weight_handoff", "in_place") == "in_place" and values.get("distributed_executor_backend") == "ray":
-        return ["--distributed-executor-backend ray with the in-place hand-off: the agent's engine starts before "
+    if values.get("weight_handoff", "reload") == "reload" and values.get("distributed_executor_backend") == "ray":
+        return ["--distributed-executor-backend ray with the reload hand-off: the agent's engine starts before "
                 "training, and vLLM's Ray executor would start Ray before VERL does (dropping ray_kwargs.ray_init "
                 "and the NPU runtime_env); use mp, or --weight-handoff disk"]
     return []

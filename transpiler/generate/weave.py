@@ -27,7 +27,7 @@ from npu_port.transpiler.analysis.literals import is_main_guard
 from npu_port.transpiler.core.files import too_deep_for_this_process
 from npu_port.transpiler.core.python_source import parse_module, syntax_error_message
 from npu_port.transpiler.generate import handoff_checks
-from npu_port.transpiler.generate.contexts import version_set
+from npu_port.transpiler.generate.contexts import version_set, weight_handoff
 from npu_port.transpiler.generate.render import python_literal, render_partial, schemas
 from npu_port.transpiler.generate.schema import is_identifier
 
@@ -36,6 +36,7 @@ MARKER = "# npu-port: woven vllm adapter"
 ENTRY_CANDIDATES = ("main", "train", "run", "fit")
 PIPELINE_ENTRY = "run_pipeline"
 RUN_PPO = "verl.trainer.main_ppo.run_ppo"
+TASK_RUNNER_V1 = "TaskRunnerV1"  # verl.trainer.main_ppo.TaskRunnerV1 (verl 0.9)
 AGENT_WRAPPER = "with_agent_loop"
 # The sample tools and reward written next to the woven script when the user names none of their own.
 SAMPLE_TOOLS = "agent_tools.py"
@@ -57,7 +58,7 @@ class AgentOptions:
     reward: Optional[str] = None
     reward_name: str = "compute_score"
     agent_max_turns: int = 4
-    weight_handoff: str = "in_place"
+    weight_handoff: str = "reload"
     eval_files: Optional[str] = None  # None: the training config's data.val_files
     eval_max_samples: int = 64
 
@@ -135,8 +136,9 @@ def _weave_module(module: cst.Module, source: str, adapter: str, options: Option
     agent_calls = 0
     companions: dict[str, str] = {}
     if agent is not None:
-        module, agent_calls = _wrap_run_ppo_configs(module)
-        agent_values = {**values, **_agent_context(agent, entry_name)}
+        module, agent_calls, runner_added = _wrap_run_ppo_configs(module, version_set(values).trainer == "v1")
+        agent_values = {**values, **_agent_context(agent, entry_name), "import_task_runner_v1": runner_added,
+                        "weight_handoff": weight_handoff({**values, "weight_handoff": agent.weight_handoff})}
         imports_src += render_partial("pipeline/_agent_imports.py.j2", kind, agent_values)
         pipeline_stmts = _parse_statements(render_partial("pipeline/_woven_agent.py.j2", kind, agent_values))
         pipeline_stmts = [_spaced(pipeline_stmts[0]), *pipeline_stmts[1:]]
@@ -211,9 +213,12 @@ def _agent_context(agent: AgentOptions, entry: str) -> dict[str, Any]:
             "reward_name": agent.reward_name}
 
 
-def _wrap_run_ppo_configs(module: cst.Module) -> tuple[cst.Module, int]:
+def _wrap_run_ppo_configs(module: cst.Module, v1: bool = False) -> tuple[cst.Module, int, bool]:
     """Every call of VERL's run_ppo gets `with_agent_loop(config)` for its config; a script without one
-    trains some other way, where weave cannot put the agent into the rollouts."""
+    trains some other way, where weave cannot put the agent into the rollouts. With `v1` (a set whose
+    run_ppo is `run_ppo(config, task_runner_class)`, verl 0.9.1), a call that passes no task runner gets
+    `task_runner_class=TaskRunnerV1`, what verl's own main() passes (trainer.use_v1 is VERL's default):
+    `run_ppo(config)` is a TypeError there. The third value says whether TaskRunnerV1 must be imported."""
     names, modules = set(), set()
     for stmt in module.body:
         if isinstance(stmt, cst.SimpleStatementLine):
@@ -228,6 +233,7 @@ def _wrap_run_ppo_configs(module: cst.Module) -> tuple[cst.Module, int]:
 
     class Wrap(cst.CSTTransformer):
         count = 0
+        runner_added = False
 
         def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
             func = updated.func
@@ -245,6 +251,12 @@ def _wrap_run_ppo_configs(module: cst.Module) -> tuple[cst.Module, int]:
             wrapped = cst.Call(func=cst.Name(AGENT_WRAPPER), args=[cst.Arg(args[at].value)])
             args[at] = args[at].with_changes(value=wrapped)
             self.count += 1
+            if v1 and _passes_no_task_runner(args):
+                args[-1] = args[-1].with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+                args.append(cst.Arg(keyword=cst.Name("task_runner_class"), value=cst.Name(TASK_RUNNER_V1),
+                                    equal=cst.AssignEqual(whitespace_before=cst.SimpleWhitespace(""),
+                                                          whitespace_after=cst.SimpleWhitespace(""))))
+                self.runner_added = True
             return updated.with_changes(args=args)
 
     transformer = Wrap()
@@ -255,7 +267,14 @@ def _wrap_run_ppo_configs(module: cst.Module) -> tuple[cst.Module, int]:
         raise WeaveError("--agent-loop puts the agent into VERL's rollouts, and the script calls no "
                          "verl.trainer.main_ppo.run_ppo(config): weave it without --agent-loop (the adapter "
                          "alone, INFERENCE_ADAPTER), or start from `npu-port generate pipeline`")
-    return new, transformer.count
+    return new, transformer.count, transformer.runner_added
+
+
+def _passes_no_task_runner(args: list[cst.Arg]) -> bool:
+    """A run_ppo call with its config alone: one positional argument, no task_runner_class=, no *args/**kw."""
+    positional = [a for a in args if a.keyword is None and not a.star]
+    return (len(positional) <= 1 and not any(a.star for a in args)
+            and not any(a.keyword is not None and a.keyword.value == "task_runner_class" for a in args))
 
 
 # --- finding things ---------------------------------------------------------------------------------------
@@ -457,23 +476,35 @@ def _with_marker(statements: list[cst.BaseStatement], header: Sequence[str] = ()
 
 
 def _pipeline_entry(entry: str, handoff_dir: Optional[str]) -> list[cst.BaseStatement]:
+    probe = schemas()["pipeline"].options["probe_prompt"].default
     code = f'''# Set by {PIPELINE_ENTRY}(); training code can use it to query the policy while it trains.
 INFERENCE_ADAPTER: Optional[BaseAgentAdapter] = None
-# Where training leaves Hugging Face weights for the adapter (None: keep serving the base model).
+# Where training leaves Hugging Face weights for the adapter (None: it serves ADAPTER_MODEL_PATH).
 ADAPTER_HANDOFF_DIR = {python_literal(handoff_dir)}
+# Asked of the adapter once training is done: its answer shows the weights it serves work.
+ADAPTER_PROBE_PROMPT = {python_literal(probe)}
 
 
 def {PIPELINE_ENTRY}(*args: Any, **kwargs: Any) -> Any:
-    """Pipeline entry added by npu-port weave: set up the inference adapter, run {entry}() with the
-    same arguments, then hand the newest weights to the adapter: in place when the agent's engine is
-    running (no rebuild from disk), else loaded from the folder. vLLM starts on first use, so training
-    keeps the NPUs until then."""
+    """Pipeline entry added by npu-port weave: set up the inference adapter (INFERENCE_ADAPTER), run {entry}()
+    with the same arguments, then hand the trained weights to the adapter (the Hugging Face folder
+    ADAPTER_HANDOFF_DIR; an error when training left none there) and ask it ADAPTER_PROBE_PROMPT. In a
+    distributed run only rank 0 serves. vLLM starts on first use, so training keeps the NPUs until then."""
     global INFERENCE_ADAPTER
     INFERENCE_ADAPTER = VLLMAdapter()
-    result = {entry}(*args, **kwargs)
-    if ADAPTER_HANDOFF_DIR and os.path.isfile(os.path.join(ADAPTER_HANDOFF_DIR, "config.json")):
-        INFERENCE_ADAPTER.hand_off_weights(ADAPTER_HANDOFF_DIR)
-    return result
+    try:
+        result = {entry}(*args, **kwargs)
+        if int(os.environ.get("RANK", "0")) != 0:
+            return result
+        if ADAPTER_HANDOFF_DIR:
+            how = INFERENCE_ADAPTER.hand_off_weights(ADAPTER_HANDOFF_DIR)
+            print(f"serving {{ADAPTER_HANDOFF_DIR}} ({{how}})")
+        else:
+            print(f"serving {{INFERENCE_ADAPTER.model}} (no hand-off folder: the model it started with)")
+        print(INFERENCE_ADAPTER.generate(ADAPTER_PROBE_PROMPT))
+        return result
+    finally:
+        INFERENCE_ADAPTER.close()
 '''
     stmts = _parse_statements(code)
     return [_spaced(stmts[0]), *stmts[1:]]
