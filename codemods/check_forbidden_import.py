@@ -54,8 +54,8 @@ class ForbiddenImport(PythonRule):
                 continue  # a computed module name: nothing certain to report
             if not isinstance(name, str):
                 continue
-            pkg = next((p for p in packages if name == p or name.startswith(p + ".")), None)
-            if pkg:
-                self.ctx.add(self.ID, line, col, f"dynamic import of {name!r} loads forbidden package `{pkg}`",
+            loaded = next((p for p in packages if name == p or name.startswith(p + ".")), None)
+            if loaded:
+                self.ctx.add(self.ID, line, col, f"dynamic import of {name!r} loads forbidden package `{loaded}`",
                              severity="error", hint="remove the dependency")
         return updated

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Optional
+from typing import Optional, cast
 
 from npu_port.transpiler.text.shell import (
     Command,
@@ -135,7 +135,7 @@ def _resources(current: dict, count: Optional[str], expansion: Optional[str], qu
     """The --resources word. Literal JSON goes in single quotes, unless the command sits in a single-quoted
     `bash -c` string; an expansion needs double quotes so the shell still expands it."""
     items = [f"{json.dumps(k)}: {json.dumps(v)}" for k, v in current.items()]
-    npu = expansion if expansion is not None else json.dumps(json.loads(count))
+    npu = expansion if expansion is not None else json.dumps(json.loads(cast(str, count)))  # a count without one
     body = "{" + ", ".join(items + [f'"NPU": {npu}']) + "}"
     if expansion is None and not (quote or "").endswith("'"):
         return f"--resources='{body}'"

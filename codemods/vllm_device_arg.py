@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import ast
 import re
+from typing import cast
 
 import libcst as cst
 
@@ -88,7 +89,7 @@ class VllmDeviceArg(PythonRule):
         value = device.value
         literal = string_value(value) is not None or (isinstance(value, cst.Name) and value.value == "None")
         if not literal:
-            self.report(keyword(original, "device"), f"{name}(device=...): {REMOVED_IN}", severity="error",
+            self.report(cast(cst.Arg, keyword(original, "device")), f"{name}(device=...): {REMOVED_IN}", severity="error",
                         hint=PLATFORM_HINT)
             return updated
         args = remove_arg(updated.args, list(updated.args).index(device))

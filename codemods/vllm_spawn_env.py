@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Optional
 
 import libcst as cst
@@ -29,7 +30,7 @@ def _is_docstring(stmt: cst.CSTNode) -> bool:
             and isinstance(stmt.body[0], cst.Expr) and isinstance(stmt.body[0].value, cst.SimpleString))
 
 
-def insertion_index(body: list[cst.CSTNode]) -> int:
+def insertion_index(body: Sequence[cst.CSTNode]) -> int:
     """Just after the module's leading import block (docstring, `__future__` and plain statements such
     as `sys.path.insert` may sit among the imports; the first def, class or other block ends it)."""
     last_import: Optional[int] = None

@@ -72,12 +72,14 @@ def remove_arg(args: Sequence[cst.Arg], index: int) -> list[cst.Arg]:
     removed = out.pop(index)
     if index == len(out) and out:
         prev = out[-1]
-        own = prev.comma.whitespace_after if isinstance(prev.comma, cst.Comma) else None
+        comma = prev.comma
+        own = comma.whitespace_after if isinstance(comma, cst.Comma) else None
         gone = (removed.comma.whitespace_after if isinstance(removed.comma, cst.Comma)
                 else removed.whitespace_after_arg)
-        if isinstance(own, cst.ParenthesizedWhitespace) and isinstance(gone, cst.ParenthesizedWhitespace):
+        if isinstance(comma, cst.Comma) and isinstance(own, cst.ParenthesizedWhitespace) \
+                and isinstance(gone, cst.ParenthesizedWhitespace):
             ws = own.with_changes(indent=gone.indent, last_line=gone.last_line)
-            out[-1] = prev.with_changes(comma=prev.comma.with_changes(whitespace_after=ws))
+            out[-1] = prev.with_changes(comma=comma.with_changes(whitespace_after=ws))
         else:
             out[-1] = prev.with_changes(comma=removed.comma, whitespace_after_arg=removed.whitespace_after_arg)
     return out

@@ -126,7 +126,8 @@ class GitCopies:
             return None
         if index is None and head is None:
             return "git does not track it (untracked or ignored)"
-        if (index or head)[0] not in _REGULAR:
+        held = index if index is not None else head
+        if held is not None and held[0] not in _REGULAR:
             return "git holds a link or a submodule there, not this file"
         return "its content differs from what git's index and HEAD hold (changed and not staged)"
 

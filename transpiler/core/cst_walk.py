@@ -24,7 +24,7 @@ import libcst as cst
 _FIELDS: dict[type, tuple[str, ...]] = {}
 
 
-def _child_fields(kind: type) -> tuple[str, ...]:
+def _child_fields(kind: type[cst.CSTNode]) -> tuple[str, ...]:
     fields = _FIELDS.get(kind)
     if fields is None:
         names = getattr(kind, "__dataclass_fields__", {})

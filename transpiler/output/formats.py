@@ -178,7 +178,7 @@ def render_sarif(report: CheckReport, *, command: str = "check") -> str:
     index = {r: i for i, r in enumerate(rule_ids)}
     results = []
     for f in report.findings:
-        region = {"startLine": f.line, "startColumn": f.col}
+        region: dict[str, object] = {"startLine": f.line, "startColumn": f.col}
         snippet = report.source_line(f)
         if snippet:
             region["snippet"] = {"text": snippet}
