@@ -135,6 +135,9 @@ def _bundle_dicts(expr: cst.BaseExpression) -> Iterator[cst.Dict]:
         yield from _bundle_dicts(expr.right)
     elif isinstance(expr, (cst.ListComp, cst.GeneratorExp)):
         yield from _bundle_dicts(expr.elt)
+    elif isinstance(expr, cst.IfExp):  # `{"CPU": n, "GPU": 1} if use_gpu else {"CPU": n}`
+        yield from _bundle_dicts(expr.body)
+        yield from _bundle_dicts(expr.orelse)
 
 
 def _bundle_names(expr: ast.expr) -> set[str]:
@@ -152,6 +155,21 @@ def _bundle_names(expr: ast.expr) -> set[str]:
         return _bundle_names(expr.left)
     if isinstance(expr, (ast.ListComp, ast.GeneratorExp)):
         return _bundle_names(expr.elt)
+    if isinstance(expr, ast.IfExp):
+        return _bundle_names(expr.body) | _bundle_names(expr.orelse)
+    return set()
+
+
+def _iterated(target: ast.expr, iterable: ast.expr, names: set[str]) -> set[str]:
+    """The sequences a loop over `iterable` takes bundles from, where its `target` is one of `names`:
+    `for bundles in pg_scheme`, `for i, bundles in enumerate(pg_scheme)`."""
+    if isinstance(target, ast.Name):
+        if target.id not in names:
+            return set()
+        return {iterable.id} if isinstance(iterable, ast.Name) else set()
+    if (isinstance(target, ast.Tuple) and len(target.elts) == 2 and isinstance(iterable, ast.Call)
+            and isinstance(iterable.func, ast.Name) and iterable.func.id == "enumerate" and iterable.args):
+        return _iterated(target.elts[1], iterable.args[0], names)
     return set()
 
 
@@ -172,6 +190,7 @@ def _names_passed_as_bundles(text: str, table: RayTable, tree: Optional[ast.Modu
             return frozenset()
     names: set[str] = set()
     assigns: list[tuple[set[str], ast.expr]] = []
+    loops: list[tuple[ast.expr, ast.expr]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
             func = node.func
@@ -183,6 +202,8 @@ def _names_passed_as_bundles(text: str, table: RayTable, tree: Optional[ast.Modu
                     names |= _bundle_names(bundles)
         elif isinstance(node, ast.Assign):
             assigns.append(({t.id for t in node.targets if isinstance(t, ast.Name)}, node.value))
+        elif isinstance(node, (ast.For, ast.comprehension)):
+            loops.append((node.target, node.iter))
     grew = True
     while grew:  # `bundle = {...}; bundles = [bundle] * n; placement_group(bundles)`
         grew = False
@@ -192,4 +213,9 @@ def _names_passed_as_bundles(text: str, table: RayTable, tree: Optional[ast.Modu
                 if new:
                     names |= new
                     grew = True
+        for target, iterable in loops:  # `placement_group(bundles) for bundles in pg_scheme`
+            new = _iterated(target, iterable, names) - names
+            if new:
+                names |= new
+                grew = True
     return frozenset(names)
