@@ -6,7 +6,7 @@ import re
 import shlex
 from dataclasses import dataclass
 from functools import cache
-from typing import Optional
+from typing import Optional, cast
 
 import libcst as cst
 
@@ -41,9 +41,10 @@ def smi_table(target: str) -> SmiTable:
                     raw["parse_hint"])
 
 
-def _string_like(node: cst.SimpleString, value: str) -> cst.SimpleString:
-    """A string literal with `value`, quoted like `node`."""
-    return cst.SimpleString(f"{node.prefix}{node.quote}{value}{node.quote}")
+def _string_like(node: cst.BaseExpression, value: str) -> cst.SimpleString:
+    """A string literal with `value`, quoted like `node` (a string literal: the callers checked it)."""
+    quoted = cast(cst.SimpleString, node)
+    return cst.SimpleString(f"{quoted.prefix}{quoted.quote}{value}{quoted.quote}")
 
 
 def _plain_value(node: cst.BaseExpression) -> Optional[str]:

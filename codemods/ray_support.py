@@ -3,6 +3,7 @@ questions "is this Ray code?" and "does this expression hold a resource dict?". 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
 from typing import Optional
@@ -98,7 +99,7 @@ class ResourceMaps:
             return key in self.table.resource_map_subscripts and uses_ray(self.ctx)
         return False
 
-    def track_assignment(self, targets: list[cst.BaseExpression], value: Optional[cst.BaseExpression]) -> None:
+    def track_assignment(self, targets: Sequence[cst.BaseExpression], value: Optional[cst.BaseExpression]) -> None:
         holds = value is not None and self.holds_resources(value)
         for target in targets:
             name = dotted_name(target)

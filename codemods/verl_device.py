@@ -101,12 +101,13 @@ class VerlDevice(PythonRule):
         super().__init__(ctx)
         self.table = VerlTable.for_target(ctx.target)
         self._pattern = self.table.override_pattern
-        self._values: set[cst.SimpleString] = set()
-        self._overrides: set[cst.SimpleString] = set()
+        self._values: set[cst.BaseExpression] = set()
+        self._overrides: set[cst.BaseExpression] = set()
 
     def _mark_value(self, node: Optional[cst.BaseExpression]) -> None:
         value = string_value(node) if node is not None else None
-        if value is not None and (value == self.table.cuda or re.fullmatch(rf"{self.table.cuda}:\d+", value)):
+        if node is not None and value is not None and (value == self.table.cuda
+                                                       or re.fullmatch(rf"{self.table.cuda}:\d+", value)):
             self._values.add(node)
 
     def _mark_override(self, node: cst.BaseExpression) -> None:

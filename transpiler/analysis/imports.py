@@ -113,8 +113,9 @@ def bindings_of(stmt: cst.BaseSmallStatement) -> list[tuple[str, Binding]]:
             name = _module_name(alias.name)
             if module is None or name is None:
                 continue
-            aliased = alias.asname is not None and isinstance(alias.asname.name, cst.Name)
-            local = alias.asname.name.value if aliased else name
+            asname = alias.asname.name if alias.asname is not None else None
+            aliased = isinstance(asname, cst.Name)
+            local = asname.value if isinstance(asname, cst.Name) else name
             out.append((local, Binding(f"{module}.{name}", "from", aliased)))
     return out
 

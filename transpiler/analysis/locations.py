@@ -47,7 +47,9 @@ class _OffsetState(CodegenState):
         start = self._stack.pop()
         self.spans.setdefault(id(node), (start, len(self.tokens)))  # a syntactic range recorded inside wins
 
-    def record_syntactic_position(self, node: cst.CSTNode, *, start_node: Optional[cst.CSTNode] = None,
+    # LibCST declares a @contextmanager generator here; a plain class serves (_SyntacticSpan's docstring).
+    def record_syntactic_position(self, node: cst.CSTNode, *,  # type: ignore[override]
+                                  start_node: Optional[cst.CSTNode] = None,
                                   end_node: Optional[cst.CSTNode] = None) -> _SyntacticSpan:
         return _SyntacticSpan(self, node, start_node, end_node)
 
@@ -191,7 +193,8 @@ def _pair(statements: Sequence[cst.BaseStatement], body: Sequence[ast.stmt], lin
         first = body[i]
         i += len(statement.body) if isinstance(statement, cst.SimpleStatementLine) else 1
         line = min([first.lineno, *(d.lineno for d in getattr(first, "decorator_list", ()))])
-        index = line - 1 - len(statement.leading_lines)
+        leading = statement.leading_lines if isinstance(statement, (cst.SimpleStatementLine, cst.BaseCompoundStatement)) else ()
+        index = line - 1 - len(leading)
         if 0 <= index < len(line_starts):
             starts[id(statement)] = line_starts[index]
         if isinstance(statement, cst.ClassDef) and isinstance(first, ast.ClassDef) \

@@ -87,10 +87,10 @@ def string_leaves(expr: cst.BaseExpression) -> Iterator[cst.BaseExpression]:
             if isinstance(el, cst.Element):
                 yield from string_leaves(el.value)
     elif isinstance(expr, cst.Dict):
-        for el in expr.elements:
-            if isinstance(el, cst.DictElement):
-                yield from string_leaves(el.key)
-                yield from string_leaves(el.value)
+        for entry in expr.elements:
+            if isinstance(entry, cst.DictElement):
+                yield from string_leaves(entry.key)
+                yield from string_leaves(entry.value)
     elif isinstance(expr, cst.Call):
         func = expr.func
         if isinstance(func, cst.Attribute) and func.attr.value == "format":
@@ -199,7 +199,7 @@ class PositionFinder:
                 "patch", "mock.patch", "unittest.mock.patch", "mocker.patch") and len(positional) >= 2 \
                 and isinstance(positional[1], cst.SimpleString):
             owner = self.resolve(positional[0]) or dotted_name(positional[0])
-            target = f"{owner}.{positional[1].evaluated_value}" if owner else None
+            target = f"{owner}.{positional[1].evaluated_value!s}" if owner else None
         if isinstance(target, str) and target in self.policy.returned_by:
             for arg in call.args:
                 if arg.keyword is not None and arg.keyword.value == "return_value":
@@ -245,7 +245,7 @@ class PositionFinder:
             if dotted_name(func) == "str" and expr.args:
                 return self._compared(expr.args[0].value)
             name = func.attr.value if isinstance(func, cst.Attribute) else dotted_name(func)
-            return bool(name) and name.rsplit(".", 1)[-1] in names
+            return name is not None and name != "" and name.rsplit(".", 1)[-1] in names
         if isinstance(expr, cst.Attribute) and expr.attr.value == "type":
             return self._compared(expr.value)
         if isinstance(expr, cst.Name) and self.bound(expr.value):

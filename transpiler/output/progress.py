@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import time
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional, cast
 
 from npu_port.transpiler.output.console import escape
 
 if TYPE_CHECKING:
+    from rich.progress import TaskID
+
     from npu_port.transpiler.output.console import Console
 
 
@@ -33,9 +35,9 @@ class BarReporter(Reporter):
             TextColumn("[bold]converting"), BarColumn(bar_width=20), MofNCompleteColumn(),
             TextColumn("{task.fields[rate]}"), TextColumn("ETA"), TimeRemainingColumn(),
             TextColumn("[dim]{task.fields[current]}"),
-            console=getattr(console, "rich", console), transient=True, refresh_per_second=8,  # a bar is rich's
+            console=cast(Any, getattr(console, "rich", console)), transient=True, refresh_per_second=8,  # a bar is rich's
         )
-        self._task = None
+        self._task: Optional[TaskID] = None
         self._started = 0.0
 
     def start(self, total: int) -> None:
@@ -46,7 +48,7 @@ class BarReporter(Reporter):
     def advance(self, current: Optional[str]) -> None:
         done = self._progress.tasks[0].completed + 1
         elapsed = max(time.monotonic() - self._started, 1e-6)
-        self._progress.update(self._task, advance=1, current=escape(_tail(current or "")),
+        self._progress.update(cast("TaskID", self._task), advance=1, current=escape(_tail(current or "")),
                               rate=f"{done / elapsed:.0f}/s")
 
     def stop(self) -> None:
