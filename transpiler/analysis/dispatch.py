@@ -60,6 +60,7 @@ _NPU_CODE = re.compile(r"""\btorch\.npu\b|\btorch_npu\b|\bis_\w*npu\w*|["'](?:np
 _NVIDIA_TEST = re.compile(r"\bis_nvidia\w*|\btorch\.version\.(?:cuda|hip)\b|\bis_(?:rocm|hip|amd)\b"
                           r"|\b(?:hip|rocr|rocm)_\w+|\b(?:HIP|ROCR)_VISIBLE_DEVICES\b")
 _ROCM_VARIABLES = re.compile(r"\b(?:HIP|ROCR)_VISIBLE_DEVICES\b")
+_ENV_NAME_LITERAL = re.compile(r"""["']([A-Z][A-Z0-9]*_[A-Z0-9_]+)["']""")  # "CUDA_VISIBLE_DEVICES", "LOCAL_RANK"
 _TORCH_GETATTR = re.compile(r"\bgetattr\(\s*torch\s*,\s*[A-Za-z_]")
 # A test that picks the CUDA side: a comparison with the device name, or a CUDA availability check.
 _CUDA_TEST = re.compile(r"""(?:==|!=|\bin\b)\s*["']cuda["']|["']cuda["']\s*(?:==|!=)|is_(?:torch_)?cuda_available|"""
@@ -429,10 +430,36 @@ def guards_below(node: cst.CSTNode, shapes: FileDispatch, resolve) -> list[tuple
     if shapes.module_by_name and _TORCH_GETATTR.search(code(fn.body)):
         out.append((fn.body, DEVICE_MODULE_RESOLVER))
     if shapes.nvidia_tests and shapes.rocm_variables and _ROCM_VARIABLES.search(code(fn.body)):
-        # Reconciling AMD's HIP_/ROCR_VISIBLE_DEVICES with CUDA_VISIBLE_DEVICES: ROCm's code, whole.
-        out.append((fn.body, NVIDIA_ONLY))
+        out += _rocm_code(fn.body)
     if shapes.npu_code or shapes.registry:
         out += _dispatch_parameter_defaults(fn, shapes)
+    return out
+
+
+def _rocm_code(block: cst.BaseSuite) -> list[tuple[cst.CSTNode, Guard]]:
+    """The code of a function that reconciles AMD's HIP_/ROCR_VISIBLE_DEVICES with CUDA_VISIBLE_DEVICES:
+    ROCm's, left whole. That is the branch that does it, not its test and not the function around it:
+    `if "AMD" in torch.cuda.get_device_name(): os.environ[...] = os.getenv("ROCR_VISIBLE_DEVICES")` runs its
+    test on every device (the NPU too, where torch.cuda.get_device_name() raises), and the rest of the
+    function is the worker's set-up on any device. A statement outside any `if` that names the variables
+    is ROCm's alone, and so is the branch of an `if` (or `elif`/`else`) that names them; an `if` whose
+    test names them is ROCm's whole."""
+    out: list[tuple[cst.CSTNode, Guard]] = []
+    statements = block.body if isinstance(block, cst.IndentedBlock) else [block]
+    rest = []
+    for statement in statements:
+        if not _ROCM_VARIABLES.search(code(statement)):
+            rest.append(statement)
+        elif isinstance(statement, cst.If) and not _ROCM_VARIABLES.search(code(statement.test)):
+            branches = [statement.body] + ([statement.orelse] if statement.orelse is not None else [])
+            out += [(branch, NVIDIA_ONLY) for branch in branches if _ROCM_VARIABLES.search(code(branch))]
+        else:
+            out.append((statement, NVIDIA_ONLY))
+    # The variables that code sets are one set with their reads beside it (`return os.environ.get(
+    # "CUDA_VISIBLE_DEVICES")` after the branches that set it from ROCR_VISIBLE_DEVICES): those stay too.
+    names = {n for node, _ in out for n in _ENV_NAME_LITERAL.findall(code(node))}
+    out += [(statement, NVIDIA_ONLY) for statement in rest
+            if names & set(_ENV_NAME_LITERAL.findall(code(statement)))]
     return out
 
 
