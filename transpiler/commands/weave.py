@@ -80,7 +80,8 @@ def weave_command(script: Path, adapter: str, output: Optional[Path], in_place: 
 
     With --agent-loop (a script that trains with VERL's run_ppo) the agent is in the RL loop: run_ppo's
     config goes through with_agent_loop(), and run_pipeline() hands the newest checkpoint to the agent's
-    vLLM engine in place and evaluates the agent; the sample tools and reward are written next to the output.
+    vLLM engine (its workers reload it from disk, or the engine is built on it) and evaluates the agent; the
+    sample tools and reward are written next to the output. An existing output is replaced only with --force.
     """
     if sum(bool(x) for x in (output, in_place, show_diff)) > 1:
         raise click.UsageError("choose one of -o, --in-place and --diff")

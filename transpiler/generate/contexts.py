@@ -13,7 +13,7 @@ from typing import Any, Optional
 
 import yaml
 
-from npu_port.transpiler.generate.versions import VersionSet, choose
+from npu_port.transpiler.generate.versions import VersionSet, choose, mindspeed_rl_source
 from npu_port.transpiler.tables import api_facts
 
 Override = tuple[str, Any]
@@ -185,9 +185,13 @@ def _pipeline(v: Mapping[str, Any]) -> dict[str, Any]:
 def _msrl_train(v: Mapping[str, Any]) -> dict[str, Any]:
     # config_file: where the launch script finds the YAML, relative to itself (`generate` passes the real one).
     snap = api_facts.load("mindspeed_rl")
-    target = f"Targets: MindSpeed-RL {snap.version} (git {(snap.commit or '')[:10]}), the release its keys were read from."
+    source = mindspeed_rl_source()
+    if snap.commit != source.commit:
+        raise ValueError(f"MindSpeed-RL's API snapshot is of git {snap.commit}, version_sets.yaml names {source.commit}")
+    target = f"Targets: MindSpeed-RL {source.label}, the commit its keys were read from:"
+    checkout = f"git clone https://gitcode.com/Ascend/MindSpeed-RL; git -C MindSpeed-RL checkout {source.commit[:10]}"
     return {"num_npus": v["nnodes"] * v["npus_per_node"], "config_file": v["config_name"] + ".yaml",
-            "version_header": [target]}
+            "version_header": [target, checkout]}
 
 
 CONTEXT_BUILDERS: dict[str, Callable[[Mapping[str, Any]], dict[str, Any]]] = {

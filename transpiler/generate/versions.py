@@ -175,6 +175,25 @@ def parse_sets(data: dict) -> tuple[str, dict[str, VersionSet]]:
     return data["default"], sets
 
 
+@dataclass(frozen=True)
+class SourceLabel:
+    """A source targeted at a commit rather than a release: what it is called, and the commit."""
+
+    commit: str
+    label: str
+
+
+@cache
+def mindspeed_rl_source() -> SourceLabel:
+    """The MindSpeed-RL source msrl-train targets (version_sets.yaml, mindspeed_rl)."""
+    text = (resources.files("npu_port.skeletons") / "version_sets.yaml").read_text(encoding="utf-8")
+    data = yaml.safe_load(text).get("mindspeed_rl") or {}
+    try:
+        return SourceLabel(str(data["commit"]), str(data["label"]))
+    except KeyError as exc:
+        raise VersionSetError(f"version_sets.yaml: mindspeed_rl lacks {exc}") from None
+
+
 def version_sets() -> dict[str, VersionSet]:
     return _loaded()[1]
 
