@@ -40,3 +40,12 @@ def test_without_overrides_the_generated_model_is_used_everywhere(pipeline):  # 
     config = _composed(ray)
     assert config["critic"]["model"]["path"] == config["actor_rollout_ref"]["model"]["path"] == GENERATED_MODEL
     assert [e for e in recorder.events if e[0] == "LLM"][0][1] == GENERATED_MODEL
+
+
+def test_the_held_out_split_is_chosen_at_run_time_too(pipeline, tmp_path):  # noqa: F811
+    import json
+
+    _, ray = pipeline({"save_freq": 5}, ["--eval-files", "data/other/test.parquet"])
+    root = tmp_path / ray.trained[0]["trainer"]["default_local_dir"]
+    result = json.loads((root / "global_step_3" / "agent_eval.json").read_text())
+    assert result["eval_files"] == "data/other/test.parquet"
