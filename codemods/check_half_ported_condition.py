@@ -1,0 +1,131 @@
+"""`half-ported-condition`: a decision that picks the NPU and then calls CUDA anyway."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+from npu_port.transpiler.analysis.dispatch import code
+from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.core.rules import PythonRule
+
+# A test that is true on the NPU: torch.npu's availability or count asked, a device compared with "npu", an
+# `is_npu*` helper or attribute. (`"AMD" in torch.npu.get_device_name()` asks the NPU, and is false there.) (What is true on CUDA only is the converse; a condition may hold both, `or`-ed.)
+_NPU_TEST = re.compile(r"""\btorch(?:_npu\.npu|\.npu)\.(?:is_available|device_count)\b|["']npu(?::\d+)?["']"""
+                       r"""|\bis_npu\w*|\.is_npu\b""")
+# A call CUDA alone answers: torch.cuda's functions and torch.backends.cuda's, `.cuda(`.
+_CUDA_CALL = re.compile(r"\btorch\.(?:backends\.)?cuda\.[A-Za-z_][A-Za-z_0-9.]*|\.cuda\(")
+
+
+def _and_operands(node: cst.BooleanOperation) -> list[cst.BaseExpression]:
+    """`a and b and c` in order; an `or` inside stays one operand."""
+    out: list[cst.BaseExpression] = []
+    for side in (node.left, node.right):
+        if isinstance(side, cst.BooleanOperation) and isinstance(side.operator, cst.And) and not side.lpar:
+            out += _and_operands(side)
+        else:
+            out.append(side)
+    return out
+
+
+class HalfPortedCondition(PythonRule):
+    """Reports a condition or branch that is taken on the NPU and then calls a CUDA API.
+
+    What it does:
+        Reports as errors:
+        - in an `and` chain, a CUDA call after an operand that tests for the NPU:
+          `torch.npu.is_available() and torch.cuda.get_device_capability() >= (8, 0)`;
+        - in the body of an `if` whose test is an NPU test (`torch.npu.is_available()`,
+          `device.type == "npu"`, `is_npu_available()`), a call of torch.cuda (memory, streams, graphs,
+          ...) or `.cuda()`; the `else` side is CUDA's and is not judged.
+        An assignment to torch.cuda (a shim that points it at torch.npu) is no call and is not reported.
+
+    Why:
+        These are the marks of a decision ported in part: the test now picks the NPU, the code it guards
+        still asks CUDA, which raises on an NPU host ("Torch not compiled with CUDA enabled"). The CUDA
+        original stopped at its availability test there; the half port runs into the call.
+
+    Example:
+        if torch.npu.is_available() and torch.cuda.get_device_capability() >= (8, 0):   # error
+        if device.type == "npu":
+            torch.cuda.empty_cache()                                                      # error
+
+    Fix safety:
+        Report-only: port the whole condition and its branch (an NPU test of the same meaning, the NPU
+        call), or keep the whole of it for CUDA.
+    """
+
+    ID = "half-ported-condition"
+    SAFETY = "report-only"
+    GROUP = "check"
+    TRIGGERS = ("cuda",)
+
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        return facts.has_word("npu", "torch_npu", "is_npu")
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._npu_branches = 0  # depth of `if` bodies taken on the NPU
+        self._npu_bodies: set[int] = set()  # ids of those bodies
+        self._reported: set[int] = set()  # the chain's operands are met again as inner chains
+
+    def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
+        if not isinstance(node.operator, cst.And):
+            return
+        tested = False
+        for operand in _and_operands(node):
+            text = code(operand)
+            if tested:
+                found = _CUDA_CALL.search(text)
+                if found is not None:
+                    self._report(operand, found.group(), "this condition tests for the NPU, then calls")
+                    return
+            tested = tested or _NPU_TEST.search(text) is not None
+
+    def visit_If(self, node: cst.If) -> None:
+        if self._npu_test(node.test):
+            self._npu_bodies.add(id(node.body))  # the body only: `else` is the other device's
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._npu_branches += id(node) in self._npu_bodies
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+        self._npu_branches -= id(original) in self._npu_bodies
+        return updated
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self._npu_branches += id(node) in self._npu_bodies
+
+    def leave_SimpleStatementSuite(self, original: cst.SimpleStatementSuite,
+                                   updated: cst.SimpleStatementSuite) -> cst.SimpleStatementSuite:
+        self._npu_branches -= id(original) in self._npu_bodies
+        return updated
+
+    @staticmethod
+    def _npu_test(test: cst.BaseExpression) -> bool:
+        text = code(test)
+        return _NPU_TEST.search(text) is not None and _CUDA_CALL.search(text) is None and " or " not in text \
+            and not text.lstrip().startswith("not ")
+
+    def visit_Call(self, node: cst.Call) -> None:
+        if not self._npu_branches or self.ctx.is_patched(node):
+            return
+        name = dotted_name(node.func) or ""
+        cuda: Optional[str] = None
+        if re.match(r"torch\.(?:backends\.)?cuda\.", name) and (self.ctx.resolve(node.func) or name).startswith("torch."):
+            cuda = name
+        elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda":
+            cuda = ".cuda("
+        if cuda is not None:
+            self._report(node, cuda, "this branch is taken on the NPU (its `if` tests for it), and calls")
+
+    def _report(self, node: cst.CSTNode, cuda: str, where: str) -> None:
+        if id(node) in self._reported:
+            return
+        self._reported.add(id(node))
+        self.report(node, f"{where} `{cuda.rstrip('(')}`, which raises on an NPU host: a decision ported in part",
+                    severity="error", hint="port the whole condition and branch to the NPU, or keep all of it "
+                                           "for CUDA")
