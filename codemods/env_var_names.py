@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, cast
 
 import libcst as cst
 
@@ -76,7 +76,7 @@ class EnvVarNames(PythonRule):
             if row is None or row.status == "keep":
                 continue
             if row.status == "rename":
-                self._renames[env.node] = (env.name, row.npu)
+                self._renames[env.node] = (env.name, cast(str, row.npu))  # a rename row names it
             else:
                 self.report(env.node, f"{env.name} has no {self.ctx.target} equivalent; left as is",
                             severity="warning", hint=row.hint)
@@ -94,7 +94,9 @@ class EnvVarNames(PythonRule):
             keys = [single_index(t.target) for t in node.targets if isinstance(t.target, cst.Subscript)]
             named = {string_value(k) for k in keys if k is not None}
             for key in keys:
-                rename = self._renames.get(key) if key is not None else None
+                if key is None:
+                    continue
+                rename = self._renames.get(key)
                 if rename is not None and rename[1] in named:
                     del self._renames[key]
 
@@ -143,7 +145,7 @@ class EnvVarNames(PythonRule):
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         self._take(self.positions.in_binary_operation(node))
 
-    def _renamed(self, original: cst.CSTNode, updated, new_node_for) -> cst.CSTNode:
+    def _renamed(self, original: cst.BaseExpression, updated: cst.BaseExpression, new_node_for) -> cst.BaseExpression:
         rename = self._renames.get(original)
         if rename is None:
             return updated

@@ -4,7 +4,7 @@ variables) into `ray.init(...)`."""
 from __future__ import annotations
 
 import json
-from typing import Optional
+from typing import Optional, cast
 
 import libcst as cst
 
@@ -137,11 +137,12 @@ class RayRuntimeEnv(PythonRule):
         for name, write in writes:
             if not self.profile.forwards(name):
                 continue
-            if string_value(write.value) is None:
+            value = write.value
+            if value is None or string_value(value) is None:
                 self.report(write.node, f"{name} is set to a computed value; add it to ray.init's runtime_env "
                                         "env_vars by hand if workers need it", severity="info")
                 continue
-            wanted[name] = write.value.deep_clone()
+            wanted[name] = value.deep_clone()
         self._wanted = list(wanted.items())
         return self._wanted
 
@@ -166,7 +167,7 @@ class RayRuntimeEnv(PythonRule):
                                 portable=lambda: new)  # read by the Ascend stack only (With --keep-cuda)
         if not isinstance(runtime_env.value, cst.Dict):
             return self._refuse(original, updated, "runtime_env= is not a literal dict")
-        original_env = keyword(original, "runtime_env").value
+        original_env = cast(cst.Arg, keyword(original, "runtime_env")).value  # updated's came from it
         element = dict_string_keys(runtime_env.value).get(RAY_ENV_KEY)
         if element is None:
             wanted = self._wanted_env()
@@ -183,7 +184,7 @@ class RayRuntimeEnv(PythonRule):
         missing = [(k, v) for k, v in self._wanted_env() if k not in present]
         if not missing:
             return updated
-        original_vars = dict_string_keys(original_env)[RAY_ENV_KEY].value
+        original_vars = dict_string_keys(cast(cst.Dict, original_env))[RAY_ENV_KEY].value
         indent = line_indent(self.ctx.text, self.ctx.position(original_vars).start.line)
         quote = quote_like(element_keys(element.value))
         merged = append_dict_elements(element.value, [dict_element(k, _requote(v, quote), quote) for k, v in missing],

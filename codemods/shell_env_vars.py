@@ -2,11 +2,15 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
-from typing import Optional
+from functools import partial
+from typing import Optional, cast
 
 from npu_port.codemods._env_table import EnvVarRow, EnvVarTable, env_triggers
 from npu_port.transpiler.text.shell import ASSIGNMENT_RE, NAME_RE, Command, Param, Script, ShellRule, Word
+
+Span = tuple[int, int, str]  # (start, end, text): a device-agnostic form (--keep-cuda) of a change
 
 
 def env_lookup(options, name: str, value: Optional[str] = None) -> Optional[EnvVarRow]:
@@ -85,7 +89,7 @@ class ShellEnvVars(ShellRule):
             words = assignment_words_with_option(cmd)
             names = {_word_name(w) for w, _ in words}
             for word, option in words:
-                m = ASSIGNMENT_RE.match(word.text) or NAME_RE.match(word.text)
+                m = cast(re.Match[str], ASSIGNMENT_RE.match(word.text) or NAME_RE.match(word.text))  # such words
                 name = m.group(1) if m.groups() else m.group(0)
                 value = word.text[m.end():] if m.groups() else None
                 if word.value is not None and m.groups():
@@ -94,13 +98,13 @@ class ShellEnvVars(ShellRule):
                 if row is not None and row.status == "rename" and row.npu in names:
                     continue  # sets both names: the device-agnostic form (--keep-cuda) of this setting
                 self._name(cmd, name, word.start, value, assignment=True,
-                           portable=lambda npu, word=word, option=option: _both(word, option, npu))
+                           portable=partial(_both, word, option))
         for param in script.params:
             self._name(None, param.name, param.start, None, assignment=False,
-                       portable=lambda npu, param=param: self._either(script, param, npu))
+                       portable=partial(self._either, script, param))
 
     def _name(self, cmd: Optional[Command], name: str, start: int, value: Optional[str], *, assignment: bool,
-              portable: Callable[[str], Optional[str]]) -> None:
+              portable: Callable[[str], Optional[Span]]) -> None:
         row = env_lookup(self.ctx.options, name, value)
         if row is None or row.status == "keep":
             return
@@ -111,7 +115,7 @@ class ShellEnvVars(ShellRule):
             scope = (cmd.start, cmd.end) if cmd else None
             end = start + len(name)
             if self.ctx.options.keep_cuda and (form := portable(npu)) is not None:
-                start, end, text = form  # type: ignore[misc]
+                start, end, text = form
                 self.change(start, end, text, f"{name} -> {npu}", quote=cmd.quote if cmd else None, scope=scope,
                             portable=lambda: text)
                 return
@@ -121,7 +125,7 @@ class ShellEnvVars(ShellRule):
             shown = f"{name}={value}" if row.values and value else name
             self.report(start, f"{shown} has no Ascend equivalent; left as is", hint=row.hint)
 
-    def _either(self, script: Script, param: Param, npu: str):
+    def _either(self, script: Script, param: Param, npu: str) -> Optional[Span]:
         """`$CUDA_X` / `${CUDA_X}` -> `${NPU_X:-$CUDA_X}`: (start, end, text), or None."""
         text = script.text
         if text.startswith("${", param.start - 2) and text.startswith("}", param.end):
@@ -140,7 +144,7 @@ class ShellEnvVars(ShellRule):
         return start, end, "${" + npu + ":-" + inner + "}"
 
 
-def _both(word: Word, option: Optional[Word], npu: str):
+def _both(word: Word, option: Optional[Word], npu: str) -> Optional[Span]:
     """`CUDA_X=v` -> `CUDA_X=v NPU_X=v` (with `-e` again for a container engine's option): (start, end, text),
     or None where the value would not read the same twice."""
     name = _word_name(word)

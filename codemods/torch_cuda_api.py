@@ -2,8 +2,8 @@ from __future__ import annotations
 
 import ast
 import re
-from collections.abc import Iterable
-from typing import Optional, Union
+from collections.abc import Iterable, Sequence
+from typing import Optional, Union, cast
 
 import libcst as cst
 
@@ -11,6 +11,8 @@ from npu_port.codemods._device_agnostic import DeviceAgnostic, attributes, paren
 from npu_port.codemods._torch_cuda_table import CUDA_ROOT, Row, TorchCudaTable, canonical, is_cuda_name, table_for
 from npu_port.transpiler.analysis.imports import ImportTable, dotted_expr, dotted_name, leftmost_name
 from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
+
+ModuleName = Union[cst.Attribute, cst.Name]  # what an ImportFrom's module is
 
 
 class TorchCudaApi(PythonRule):
@@ -318,7 +320,7 @@ class TorchCudaApi(PythonRule):
         if row.status == "same":
             module = parenthesized(agnostic.device_module())
             return attributes(module, [p for p in (name + rest).split(".") if p])
-        npu_name = row.npu + rest
+        npu_name = cast(str, row.npu) + rest  # a row that is not `same` names its NPU counterpart
         if not npu_name.startswith("torch."):
             return None  # a torch_npu module: this file may not have it bound on an NPU host
         torch = agnostic.torch_name()
@@ -380,7 +382,7 @@ class TorchCudaApi(PythonRule):
             return self.rewrite(original, updated, new, f"`from {module} import` -> `from {new_module} import`")
         # Several target modules (or names left on torch.cuda): split the line; done at statement level.
         self._import_lines[id(original)] = [
-            cst.SimpleStatementLine(body=[cst.ImportFrom(module=dotted_expr(m), names=_tidy(a))])
+            cst.SimpleStatementLine(body=[cst.ImportFrom(module=cast(ModuleName, dotted_expr(m)), names=_tidy(a))])
             for m, a in groups.items()
         ]
         return updated
@@ -397,7 +399,7 @@ class TorchCudaApi(PythonRule):
                 self.ctx.drop_if_unused(module, name, asname)
 
     def _rename_cuda_from_torch(self, original: cst.ImportFrom, updated: cst.ImportFrom):
-        names = list(updated.names)
+        names = list(cast(Sequence[cst.ImportAlias], updated.names))  # not `import *` (the caller's test)
         for i, alias in enumerate(names):
             if dotted_name(alias.name) == "cuda":
                 names[i] = alias.with_changes(name=cst.Name("npu"))
@@ -423,7 +425,7 @@ class TorchCudaApi(PythonRule):
             moved = True
             if new_name != name and alias.asname is None:
                 alias = alias.with_changes(name=cst.Name(new_name),
-                                           asname=cst.AsName(name=cst.Name(name)))
+                                           asname=cst.AsName(name=cst.Name(cast(str, name))))
             elif new_name != name:
                 alias = alias.with_changes(name=cst.Name(new_name))
             groups.setdefault(path, []).append(alias)

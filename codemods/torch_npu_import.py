@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Sequence
-from typing import Optional
+from typing import Optional, Union, cast
 
 import libcst as cst
 
@@ -80,13 +80,17 @@ def _blocks(stmt: cst.CSTNode):
         yield ("handlers", i), handler
 
 
-def _insert(stmts: Sequence[cst.CSTNode], anchor: cst.CSTNode, new: cst.BaseStatement,
-            before: bool) -> tuple[list[cst.CSTNode], bool]:
+# What a block holds (LibCST's BaseStatement has no leading_lines of its own; these two have).
+_Statement = Union[cst.SimpleStatementLine, cst.BaseCompoundStatement]
+
+
+def _insert(stmts: Sequence[cst.BaseStatement], anchor: Optional[cst.CSTNode], new: cst.BaseStatement,
+            before: bool) -> tuple[list[cst.BaseStatement], bool]:
     out = list(stmts)
     for i, stmt in enumerate(out):
         if stmt is anchor:
             if before:
-                new = new.with_changes(leading_lines=stmt.leading_lines)
+                new = new.with_changes(leading_lines=cast(_Statement, stmt).leading_lines)
                 out[i] = stmt.with_changes(leading_lines=())
                 out.insert(i, new)
             else:
@@ -99,7 +103,7 @@ def _insert(stmts: Sequence[cst.CSTNode], anchor: cst.CSTNode, new: cst.BaseStat
                 new_block = block.with_changes(body=body)
                 new_part = new_block if isinstance(part, cst.IndentedBlock) else part.with_changes(body=new_block)
                 if isinstance(key, tuple):
-                    handlers = list(stmt.handlers)
+                    handlers = list(cast(Union[cst.Try, cst.TryStar], stmt).handlers)
                     handlers[key[1]] = new_part
                     out[i] = stmt.with_changes(handlers=handlers)
                 else:
@@ -269,7 +273,7 @@ class TorchNpuImport(PythonRule):
                     self.rule._note(_Scope(orig_fn.body.body).anchor or orig_fn)
                 return node.with_changes(body=node.body.with_changes(body=body))
 
-        return transform(updated, AddToFunctions(self))
+        return cast(cst.Module, transform(updated, AddToFunctions(self)))
 
     def _note(self, anchor: cst.CSTNode) -> None:
         if not self.ctx.is_silenced(anchor, self.ID):

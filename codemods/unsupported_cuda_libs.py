@@ -5,12 +5,13 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import cache
-from typing import Optional
+from typing import Optional, cast
 
 import libcst as cst
 
 from npu_port.codemods._communicators import portable_communicator
 from npu_port.transpiler.analysis.imports import dotted_name, iter_scope_statements, leftmost_name
+from npu_port.transpiler.core.report import Severity
 from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables.mapping import load_table
 
@@ -25,7 +26,7 @@ class LibraryRow:
     what: str
     hint: str
     uses: bool = False
-    severity: str = "warning"  # info: host-side API that runs once its package has an Ascend build
+    severity: Severity = "warning"  # info: host-side API that runs once its package has an Ascend build
 
 
 @dataclass(frozen=True)
@@ -89,7 +90,8 @@ def match_library(target: str, name: str) -> Optional[LibraryRow]:
     return None
 
 
-def import_finding(row: LibraryRow, text: str, local: str, optional: bool, elsewhere: set[str]) -> tuple[str, str]:
+def import_finding(row: LibraryRow, text: str, local: str, optional: bool,
+                   elsewhere: set[str]) -> tuple[str, Severity]:
     """(message, severity) of an import of a library (judged once the whole file is read)."""
     if local and local in elsewhere:
         return (f"{row.what}: `{text}` does not work on Ascend NPU; `{local}` is also imported from a non-CUDA "
@@ -100,8 +102,8 @@ def import_finding(row: LibraryRow, text: str, local: str, optional: bool, elsew
     return f"{row.what}: `{text}` does not work on Ascend NPU", "warning"
 
 
-def use_finding(message: str, local: str, guarded: bool, severity: str, ported: set[str],
-                elsewhere: set[str]) -> Optional[tuple[str, str]]:
+def use_finding(message: str, local: str, guarded: bool, severity: Severity, ported: set[str],
+                elsewhere: set[str]) -> Optional[tuple[str, Severity]]:
     """(message, severity) of a use site, None where another rule ports the name: info where the code
     already has another path (optional import, NPU guard, or the name also imported from a non-CUDA module)."""
     if local and local in ported:
@@ -131,7 +133,7 @@ def _catches_import_errors(node: cst.Try) -> bool:
         types = handler.type.elements if isinstance(handler.type, cst.Tuple) else [handler.type]
         for t in types:
             expr = t.value if isinstance(t, cst.Element) else t
-            if (dotted_name(expr) or "").rsplit(".", 1)[-1] in _IMPORT_GUARDS:
+            if (dotted_name(cast(cst.BaseExpression, expr)) or "").rsplit(".", 1)[-1] in _IMPORT_GUARDS:
                 return True
     return False
 
@@ -236,7 +238,7 @@ class UnsupportedCudaLibraries(PythonRule):
         self._decorator_depth = 0  # inside a decorator: host code even on a kernel (`autotune(configs=...)`)
         self._imports_triton = False
         self._imports: list[tuple[cst.CSTNode, LibraryRow, str, bool, str]] = []  # reported at the end
-        self._uses: list[tuple[cst.CSTNode, str, str, str, bool, str]] = []  # likewise, with the row's severity
+        self._uses: list[tuple[cst.CSTNode, str, str, str, bool, Severity]] = []  # likewise, with the row's severity
         self._ported: set[str] = set()  # local names another rule ports (vllm-pyhccl): not reported
 
     def visit_Try(self, node: cst.Try) -> None:
@@ -279,7 +281,7 @@ class UnsupportedCudaLibraries(PythonRule):
                 continue
             self._bind(alias, f"{module}.{name}", row, node, from_import=True)
             if row is not None:
-                seen.setdefault(row, []).append(name)
+                seen.setdefault(row, []).append(cast(str, name))  # a row is found for a name only
                 first.setdefault(row, alias)
         for row, names in seen.items():
             self._report_import(first[row], node, row, f"from {module} import {', '.join(names)}")
@@ -325,7 +327,7 @@ class UnsupportedCudaLibraries(PythonRule):
             self.report(at, message, severity=severity, hint=row.hint)
 
     # -- uses ----------------------------------------------------------------------------------
-    def _report_use(self, node: cst.CSTNode, message: str, hint: str, severity: str = "warning") -> None:
+    def _report_use(self, node: cst.CSTNode, message: str, hint: str, severity: Severity = "warning") -> None:
         """A use site: info where the code already has another path (optional import, NPU guard, or the
         name also imported from a non-CUDA module). Judged at the end, when every import is known."""
         target = node.func if isinstance(node, cst.Call) else node
@@ -448,7 +450,7 @@ class UnsupportedCudaLibraries(PythonRule):
         name = self.ctx.resolve(node)
         row = match_library(self.ctx.target, name) if name else None
         if row is not None and row.uses:
-            self._report_use(node, _use_message(row, name, call=False), row.hint, row.severity)
+            self._report_use(node, _use_message(row, cast(str, name), call=False), row.hint, row.severity)
 
     def visit_Call(self, node: cst.Call) -> None:
         self._judged.add(id(node.func))

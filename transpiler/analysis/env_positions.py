@@ -113,7 +113,7 @@ class EnvPositions:
             return []
         key = single_index(node)
         name = string_value(key)
-        if name is None:
+        if key is None or name is None:
             return []
         sets = assigned is not None and self.is_environ(node.value)
         return [EnvName(key, name, assigned if sets else None, sets)]
@@ -159,7 +159,7 @@ class EnvPositions:
             if method in KEY_METHODS:
                 first = _first_positional(node)
                 name = string_value(first) if first is not None else None
-                if name is not None:
+                if first is not None and name is not None:
                     sets = own and KEY_METHODS[method]
                     value = _positional(node, 1) if sets else None
                     out.append(EnvName(first, name, value, sets))
@@ -184,7 +184,7 @@ class EnvPositions:
             kw = next((a for a in node.args if a.keyword is not None and a.keyword.value == "key"), None)
             arg = kw.value if kw is not None else None
         name = string_value(arg) if arg is not None else None
-        if name is None:
+        if arg is None or name is None:
             return []
         return [EnvName(arg, name, _positional(node, 1) if sets else None, sets)]
 

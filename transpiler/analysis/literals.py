@@ -13,8 +13,8 @@ from typing import Optional
 import libcst as cst
 
 
-def string_value(node: cst.CSTNode) -> Optional[str]:
-    """The text of a plain (non-bytes, non-f) string literal, else None."""
+def string_value(node: Optional[cst.CSTNode]) -> Optional[str]:
+    """The text of a plain (non-bytes, non-f) string literal, else None (also for no node)."""
     if isinstance(node, cst.SimpleString) and "b" not in node.prefix.lower():
         value = node.evaluated_value
         return value if isinstance(value, str) else None

@@ -8,17 +8,17 @@ scout, then its pass), so a run imports the rules its files need and no others.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Optional
+from typing import Any, Optional, Union
 
 from npu_port.transpiler.analysis.source_facts import scan
 from npu_port.transpiler.core.files import ReadError, language_of, source_text
 from npu_port.transpiler.core.python_source import SourceError, convert_python
 from npu_port.transpiler.core.registry import select_specs
-from npu_port.transpiler.core.report import FileOutcome, Language, Status
+from npu_port.transpiler.core.report import FileOutcome, Finding, Language, Status
 from npu_port.transpiler.core.rule_catalog import RuleLike, RuleSpec, as_spec
-from npu_port.transpiler.core.rules import FileContext, Rule, RunOptions
+from npu_port.transpiler.core.rules import FileContext, Rule, RunOptions, TextRule
 from npu_port.transpiler.core.settings import Settings
 from npu_port.transpiler.text.yaml_code import without_comments
 
@@ -29,7 +29,8 @@ class Converted:
     output: Optional[bytes]  # None when the file is unchanged
 
 
-def convert_text(data: bytes, path: str, rule_classes: Sequence[type[Rule]], options: RunOptions):
+def convert_text(data: bytes, path: str, rule_classes: Sequence[type[TextRule]],
+                 options: RunOptions) -> tuple[bytes, list[Finding]]:
     """Shell, YAML and CUDA C++: each rule rewrites (or reads) the text in turn (token-aware / round-trip
     editors)."""
     try:
@@ -44,9 +45,11 @@ def convert_text(data: bytes, path: str, rule_classes: Sequence[type[Rule]], opt
     return out, ctx.findings
 
 
-# CUDA C++ sources and manifests are only read: their rules report, never rewrite.
-CONVERTERS = {"python": convert_python, "shell": convert_text, "yaml": convert_text, "cuda": convert_text,
-              "manifest": convert_text}
+# CUDA C++ sources and manifests are only read: their rules report, never rewrite. Each converter takes
+# the rules of its language (PythonRule or TextRule classes; the registry picks them by LANGUAGE).
+Converter = Callable[[bytes, str, Any, RunOptions], tuple[bytes, list[Finding]]]
+CONVERTERS: dict[str, Converter] = {"python": convert_python, "shell": convert_text, "yaml": convert_text,
+                                    "cuda": convert_text, "manifest": convert_text}
 
 
 class Triggers:
@@ -55,7 +58,7 @@ class Triggers:
     the regex engine tries at every position."""
 
     def __init__(self, rules: Sequence[Any], extra: Sequence[str] = ()):
-        checks: dict[object, int] = {}
+        checks: dict[Union[bytes, re.Pattern[bytes]], int] = {}
 
         def index(trigger) -> int:
             return checks.setdefault(trigger, len(checks))

@@ -22,7 +22,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import Optional
+from typing import NoReturn, Optional, cast
 
 from npu_port.transpiler.core.python_source import SourceError
 from npu_port.transpiler.text.text_edits import Edit, ParsedTexts, SpanEditRule
@@ -111,7 +111,8 @@ class Command:
 
         `nohup env A=1 numactl -C 0 python x.py` -> the index of `python`.
         """
-        words, i, env = self.words, 0, []
+        words, i = self.words, 0
+        env: list[Word] = []
         while i < len(words):
             name = basename(words[i].value or "")
             if name not in _WRAPPERS:
@@ -217,7 +218,7 @@ class _Lexer:
     def o(self, i: int) -> int:
         return self.omap[i] if self.omap is not None else i
 
-    def error(self, message: str, i: int):
+    def error(self, message: str, i: int) -> NoReturn:
         line = self.script.text.count("\n", 0, self.o(min(i, len(self.text)))) + 1
         raise ShellSyntaxError(f"not valid bash: line {line}: {message} ({NOT_A_SCRIPT_HINT})")
 
@@ -227,7 +228,7 @@ class _Lexer:
         k = 0
         while k < len(self.script.heredocs):  # bodies may hold here-documents of their own
             heredoc = self.script.heredocs[k]
-            heredoc.lexer._heredoc_body(heredoc)
+            cast(_Lexer, heredoc.lexer)._heredoc_body(heredoc)  # set for every heredoc a lexer read
             k += 1
 
     def lex_list(self, i: int, end: int, context: str, stop_paren: bool = False) -> int:
@@ -407,7 +408,7 @@ class _Lexer:
                 i = self._read_backtick(i, end)
                 is_literal = False
             else:
-                m = _PLAIN_RUN.match(text, i, end)
+                m = cast(re.Match[str], _PLAIN_RUN.match(text, i, end))  # any other character starts a run
                 literal.append(m.group())
                 i = m.end()
         if i == start:
@@ -417,7 +418,7 @@ class _Lexer:
         return word, i
 
     def _read_array(self, i: int, end: int) -> tuple[list[Word], int]:
-        items = []
+        items: list[Word] = []
         opened = i - 1
         while i < end:
             c = self.text[i]
@@ -784,7 +785,7 @@ def _first_script(words: list[Word], launcher: str) -> Optional[PythonLaunch]:
 def option_values(words: list[Word], names) -> list[tuple[Word, Optional[Word], int, int]]:
     """Every `--name VALUE` / `--name=VALUE` among `words`: (option word, separate value word or None,
     start and end of the value text within the file)."""
-    found = []
+    found: list[tuple[Word, Optional[Word], int, int]] = []
     for k, w in enumerate(words):
         v = w.value or w.text
         for name in names:
