@@ -17,7 +17,17 @@ SKIP_DIRS = frozenset({
     ".git", ".hg", ".svn", "__pycache__", ".npu-port-cache", ".venv", "venv", ".tox", ".nox",
     "node_modules", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".eggs",
 })
-SHELL_SUFFIXES = (".sh", ".bash")
+# Batch scripts are shell scripts too: Slurm's sbatch, PBS/Torque's qsub (their #SBATCH / #PBS lines are
+# comments to the shell).
+SHELL_SUFFIXES = (".sh", ".bash", ".slurm", ".sbatch", ".pbs")
+# Suffixes of files that are never scripts: their first bytes are not read for a `#!` line.
+_NOT_SCRIPTS = frozenset({
+    ".md", ".rst", ".txt", ".json", ".jsonl", ".csv", ".tsv", ".toml", ".cfg", ".ini", ".lock", ".html", ".htm",
+    ".css", ".js", ".ts", ".tsx", ".png", ".jpg", ".jpeg", ".gif", ".svg", ".ico", ".pdf", ".ipynb", ".pyc", ".so",
+    ".o", ".a", ".gz", ".zip", ".tar", ".bz2", ".xz", ".whl", ".pt", ".pth", ".bin", ".safetensors", ".npy", ".npz",
+    ".pkl", ".parquet", ".arrow", ".c", ".cc", ".cpp", ".h", ".hpp", ".java", ".go", ".rs", ".proto", ".xml",
+    ".mp4", ".wav", ".ttf", ".woff", ".woff2", ".onnx", ".model", ".tiktoken", ".log",
+})
 YAML_SUFFIXES = (".yaml", ".yml")
 CUDA_SUFFIXES = (".cu", ".cuh")
 DEFAULT_MAX_BYTES = 5 * 1024 * 1024
@@ -113,8 +123,13 @@ def is_manifest(name: str) -> bool:
 
 
 def needs_head(path: str | Path) -> bool:
-    """Only files without a suffix can be shell scripts recognised by their `#!` line."""
-    return language_of(path) == "other" and "." not in Path(path).name.lstrip(".")
+    """Whether a file may be a shell script known only by its `#!` line: one of no known kind whose suffix
+    (if any) is not one of a data, document or source file of another language (`train`, `run.job`,
+    `launch.cmd`)."""
+    if language_of(path) != "other":
+        return False
+    name = Path(path).name.lstrip(".").lower()
+    return "." not in name or "." + name.rsplit(".", 1)[1] not in _NOT_SCRIPTS
 
 
 def read_head(path: Path, size: int = 128) -> bytes:

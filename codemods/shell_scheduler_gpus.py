@@ -1,0 +1,60 @@
+"""shell-scheduler-gpus: GPU requests of batch schedulers (Slurm, PBS, LSF) in job scripts."""
+
+from __future__ import annotations
+
+import re
+
+from npu_port.transpiler.text.shell import Script, ShellRule
+
+# A directive line (`#SBATCH ...`, `#PBS ...`, `#BSUB ...`) or a scheduler command's options that ask for
+# GPUs: Slurm's --gres=gpu[:type]:N, --gpus[-per-node|-per-task|-per-socket]=N, -G N, --gpu-bind,
+# --mem-per-gpu, --cpus-per-gpu; PBS's ngpus= / gpus= / :gpus=; LSF's -gpu.
+_GPU_OPTION = re.compile(
+    r"--gres[= ]\S*\bgpu\b\S*|--gpus(?:-per-(?:node|task|socket))?[= ]\S+|(?<![\w-])-G\s*\d+|--gpu-bind\S*"
+    r"|--(?:mem|cpus)-per-gpu\S*|\bn?gpus=\d+|(?<![\w-])-gpu\s+\S+")
+_DIRECTIVE = re.compile(r"^[ \t]*#(?:SBATCH|PBS|BSUB)\b[^\n]*", re.M)
+_SCHEDULER_COMMANDS = frozenset({"sbatch", "srun", "salloc", "qsub", "bsub"})
+
+
+class ShellSchedulerGpus(ShellRule):
+    """Reports the GPU requests a job script makes of its batch scheduler.
+
+    What it does:
+        In shell scripts (`.sh`, `.slurm`, `.sbatch`, `.pbs`, and files of any other name that start
+        with a shell `#!`), reports each scheduler directive (`#SBATCH --gres=gpu:8`,
+        `#SBATCH --gpus-per-node=8`, `#PBS -l select=1:ngpus=8`, `#BSUB -gpu "num=8"`) and each
+        `sbatch` / `srun` / `salloc` / `qsub` / `bsub` command option that asks for GPUs.
+
+    Why:
+        An Ascend cluster's scheduler knows its NPUs under the name its administrators gave them (a GRES
+        such as `npu:8` on Slurm, a custom resource on PBS): a job that asks for `gpu` waits in the queue
+        for ever or is refused. The name is the site's, so it is reported, not rewritten.
+
+    Example:
+        #SBATCH --gres=gpu:8                ->  unchanged; warning: ask for the cluster's NPU resource
+        srun --gpus-per-node=8 python t.py  ->  unchanged; warning
+
+    Fix safety:
+        Report-only: the NPU resource name (`--gres=npu:8` is common on Slurm) is the cluster's.
+    """
+
+    ID = "shell-scheduler-gpus"
+    SAFETY = "report-only"
+    TRIGGERS = ("gpu",)
+
+    def check(self, script: Script) -> None:
+        text = self.parsed.text
+        hint = ("ask for the cluster's NPU resource instead (on Slurm usually --gres=npu:N); the name is the "
+                "site's: see `scontrol show node` / `sinfo -o %G`")
+        for line in _DIRECTIVE.finditer(text):
+            for option in _GPU_OPTION.finditer(line.group()):
+                self.report(line.start() + option.start(), f"the job asks its scheduler for GPUs "
+                            f"(`{option.group().strip()}`); an Ascend cluster has none under that name", hint=hint)
+        for cmd in script.commands:
+            if cmd.program() not in _SCHEDULER_COMMANDS:
+                continue
+            for word in cmd.words[1:]:
+                option = _GPU_OPTION.search(word.text)
+                if option is not None:
+                    self.report(word.start, f"`{cmd.program()}` asks for GPUs (`{option.group().strip()}`); an "
+                                            "Ascend cluster has none under that name", hint=hint)
