@@ -18,6 +18,7 @@ from npu_port.transpiler.text.shell import (
 )
 
 _CUDA_DEVICE = re.compile(r"cuda(:\d+)?")
+_ARRAY_EXPANSION = re.compile(r"\$\{(\w+)\[[@*]\]\}")
 
 
 class ShellDeviceArgs(ShellRule):
@@ -30,7 +31,9 @@ class ShellDeviceArgs(ShellRule):
         `--dist-backend nccl`, `--backend=nccl` (and the `_` spellings, `--ddp-backend`) become `hccl`;
         so does every other `*_backend` / `*_device` flag (the suffixes the Python rules follow into
         argparse defaults: `--vllm.sync_backend nccl`, `--ref_device cuda`), since the script's own
-        default is converted too.
+        default is converted too. The items of an array expanded into such a launch
+        (`ARGS=(--dist-backend nccl)` ... `torchrun train.py "${ARGS[@]}"`) are its arguments as well, and
+        are edited where the array is written.
         Modules of frameworks (`python -m vllm...`, `verl`, `sglang`, `ray`, ...) and `vllm serve` are
         not the user's script: their flags keep their names and values (`--gpu-memory-utilization`
         stays on vllm-ascend). `vllm serve --device ...` is reported: vLLM 0.10 removed that flag.
@@ -66,6 +69,11 @@ class ShellDeviceArgs(ShellRule):
         frameworks = tuple(table["framework_modules"])
         positions = load_table(self.ctx.target, "positions")
         policies = (PositionPolicy.from_data(positions["device"]), PositionPolicy.from_data(positions["backend"]))
+        # Arrays of arguments (`ARGS=(--backend nccl)` ... `python t.py "${ARGS[@]}"`): their items are
+        # the launch's arguments too, edited where the array is written.
+        arrays = {w.text.split("=", 1)[0].rstrip("+"): (w.array_items, cmd)
+                  for cmd in script.commands for w in cmd.assignments if w.array_items}
+        done: set[str] = set()
         for cmd in script.commands:
             self._removed_vllm_device(cmd)
             launch = python_launch(cmd)
@@ -74,15 +82,24 @@ class ShellDeviceArgs(ShellRule):
             if launch.is_module and (launch.target in frameworks or launch.target.startswith(
                     tuple(m + "." for m in frameworks))):
                 continue
-            device_options, backend_options = self._options(launch.args, table, policies)
-            for opt, value_word, vstart, vend in option_values(launch.args, device_options):
-                value = option_value(opt, value_word)
-                if value and _CUDA_DEVICE.fullmatch(value):
-                    self._swap(script, cmd, vstart, vend, "cuda", "npu", opt, value_word or opt)
-            for opt, value_word, vstart, vend in option_values(launch.args, backend_options):
-                value = option_value(opt, value_word)
-                if value == "nccl":
-                    self._swap(script, cmd, vstart, vend, "nccl", "hccl", opt, value_word or opt)
+            self._convert_args(script, cmd, launch.args, table, policies)
+            for word in launch.args:
+                for name in _ARRAY_EXPANSION.findall(word.text):
+                    if name in arrays and name not in done:
+                        done.add(name)
+                        items, where = arrays[name]
+                        self._convert_args(script, where, items, table, policies)
+
+    def _convert_args(self, script, cmd, args, table, policies) -> None:
+        device_options, backend_options = self._options(args, table, policies)
+        for opt, value_word, vstart, vend in option_values(args, device_options):
+            value = option_value(opt, value_word)
+            if value and _CUDA_DEVICE.fullmatch(value):
+                self._swap(script, cmd, vstart, vend, "cuda", "npu", opt, value_word or opt)
+        for opt, value_word, vstart, vend in option_values(args, backend_options):
+            value = option_value(opt, value_word)
+            if value == "nccl":
+                self._swap(script, cmd, vstart, vend, "nccl", "hccl", opt, value_word or opt)
 
     @staticmethod
     def _options(args, table, policies) -> tuple[list[str], list[str]]:
