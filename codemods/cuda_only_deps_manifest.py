@@ -17,6 +17,7 @@ _Site = tuple[int, str, str, Severity]
 _TOML_TABLE = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
 _TOML_KEY = re.compile(r"^\s*([A-Za-z0-9_.\"'-]+)\s*=")
 _TOML_STRING = re.compile(r"\"((?:[^\"\\\n]|\\.)*)\"|'([^'\n]*)'")
+_SETUP_CFG_KEYS = frozenset({"install_requires", "setup_requires", "tests_require"})
 # Tables whose array values are PEP 508 requirements, with the keys that hold them (None: every key).
 _REQUIREMENT_KEYS = {"project": {"dependencies"}, "project.optional-dependencies": None,
                      "build-system": {"requires"}, "dependency-groups": None}
@@ -43,7 +44,8 @@ class CudaOnlyDepsManifest(TextRule):
     """Reports dependencies with no Ascend build in requirements files, pyproject.toml and Dockerfiles.
 
     What it does:
-        Reads `requirements*.txt` / `constraints*.txt` line by line, the requirement arrays of
+        Reads `requirements*.txt` / `constraints*.txt` line by line, setup.cfg's `install_requires`,
+        `setup_requires`, `tests_require` and `[options.extras_require]`, the requirement arrays of
         `pyproject.toml` (`[project] dependencies`, `[project.optional-dependencies]`,
         `[build-system] requires`, `[dependency-groups]`, Poetry's dependency tables), and in a
         Dockerfile each `pip install` and each `apt-get` / `yum` install of a `RUN` line (CUDA system
@@ -84,6 +86,8 @@ class CudaOnlyDepsManifest(TextRule):
         name = self.ctx.path.replace("\\", "/").rsplit("/", 1)[-1].lower()
         if name.endswith(".toml"):
             sites = self._pyproject(text)
+        elif name == "setup.cfg":
+            sites = self._setup_cfg(text)
         elif name.endswith(".txt"):
             sites = self._requirements(text)
         else:
@@ -110,6 +114,27 @@ class CudaOnlyDepsManifest(TextRule):
                 requirement = requirement.split(None, 1)[1]
             if requirement:
                 yield from self._requirement(offset + lead, requirement)
+            offset += len(line)
+
+    # -- setup.cfg ------------------------------------------------------------------------------
+    def _setup_cfg(self, text: str) -> Iterator[_Site]:
+        """setuptools' declarative config: `[options]` install_requires / setup_requires / tests_require and
+        every key of `[options.extras_require]`, a requirement per line (the value after `=` and the
+        indented lines that continue it)."""
+        section, selected, offset = "", False, 0
+        for line in text.splitlines(keepends=True):
+            body = re.split(r"(?:^|\s)#", line, maxsplit=1)[0].rstrip()  # `;` starts a marker
+            header = re.match(r"\[([^\]]+)\]", body)
+            if header:
+                section, selected = header.group(1).strip(), False
+            elif body and not body[0].isspace() and "=" in body:
+                key, _, value = body.partition("=")
+                selected = section == "options.extras_require" or (
+                    section == "options" and key.strip() in _SETUP_CFG_KEYS)
+                if selected and value.strip():
+                    yield from self._requirement(offset + len(body) - len(value.lstrip()), value.strip())
+            elif selected and body.strip():
+                yield from self._requirement(offset + len(body) - len(body.lstrip()), body.strip())
             offset += len(line)
 
     # -- pyproject.toml -------------------------------------------------------------------------

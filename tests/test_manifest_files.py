@@ -10,12 +10,12 @@ from npu_port.transpiler.core.settings import Settings
 
 @pytest.mark.parametrize("name", ["requirements.txt", "requirements-cuda.txt", "requirements/dev.txt",
                                   "dev-requirements.txt", "constraints.txt", "pyproject.toml", "Dockerfile",
-                                  "docker/Dockerfile.stable.vllm", "gpu.dockerfile", "Containerfile"])
+                                  "docker/Dockerfile.stable.vllm", "gpu.dockerfile", "Containerfile", "setup.cfg"])
 def test_manifests_are_found(name):
     assert language_of(name) == "manifest"
 
 
-@pytest.mark.parametrize("name", ["notes.txt", "README.md", "config.toml", "setup.cfg", "docker-compose.yml"])
+@pytest.mark.parametrize("name", ["notes.txt", "README.md", "config.toml", "tox.ini", "docker-compose.yml"])
 def test_other_files_are_not_manifests(name):
     assert language_of(name) != "manifest"
 

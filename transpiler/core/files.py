@@ -112,13 +112,13 @@ def language_of(path: str | Path, head: bytes = b"") -> Language:
 
 def is_manifest(name: str) -> bool:
     """A dependency list or container recipe (lower-case `name`): requirements*.txt, constraints*.txt,
-    pyproject.toml, Dockerfile / Containerfile (also `Dockerfile.dev`, `gpu.dockerfile`), any .txt in a
+    pyproject.toml, setup.cfg, Dockerfile / Containerfile (also `Dockerfile.dev`, `gpu.dockerfile`), any .txt in a
     `requirements/` folder."""
     parts = name.replace("\\", "/").rsplit("/", 2)
     base, folder = parts[-1], parts[-2] if len(parts) > 1 else ""
     return ((base.endswith(".txt") and ("requirements" in base or base.startswith("constraints")
                                         or folder == "requirements"))
-            or (base.startswith("pyproject") and base.endswith(".toml"))
+            or (base.startswith("pyproject") and base.endswith(".toml")) or base == "setup.cfg"
             or base.startswith(("dockerfile", "containerfile")) or base.endswith(".dockerfile"))
 
 

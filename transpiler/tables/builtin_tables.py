@@ -178,7 +178,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
         {'to_device': ['tensordict.*']},
     ),
     ('ascend', 'cuda_only_packages'): (
-        'fc7e6f087f452ce08d4fb55aa68e1394',
+        '1806eec661a75272b1f248db864ac122',
         {'rows': [{'name': 'cupy-cuda*',
                    'what': 'CuPy built for CUDA',
                    'hint': 'CuPy has no Ascend build; use torch tensors on the NPU (or NumPy on the host) and drop the '
@@ -208,6 +208,9 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                   {'name': 'apex',
                    'what': 'NVIDIA Apex',
                    'hint': "no Ascend build on PyPI: use torch.amp and torch_npu.optim, or build Ascend's port of Apex"},
+                  {'name': 'faiss-gpu*',
+                   'what': 'FAISS built for CUDA GPUs',
+                   'hint': 'no Ascend build: depend on faiss-cpu instead (the same Python API, searched on the host CPU)'},
                   {'name': 'liger-kernel',
                    'what': 'Liger Kernel (Triton kernels)',
                    'hint': 'not supported on Ascend: drop it and keep the plain Hugging Face layers'},
