@@ -61,7 +61,7 @@ class RayResourceKeys(PythonRule):
         super().__init__(ctx)
         self.table = RayTable.for_target(ctx.target)
         self.maps = ResourceMaps(ctx, self.table)
-        self._keys: set[cst.SimpleString] = set()
+        self._keys: set[cst.BaseExpression] = set()
         self._bundle_names: frozenset[str] = frozenset()
         self._functions = 0  # depth of function bodies (--keep-cuda asks Ray only where it runs connected)
 

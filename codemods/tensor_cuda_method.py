@@ -1,7 +1,7 @@
 from __future__ import annotations
 
 import re
-from typing import Optional
+from typing import Optional, cast
 
 import libcst as cst
 
@@ -26,7 +26,7 @@ def _is_index(node: cst.BaseExpression) -> bool:
     if isinstance(node, cst.Call):  # torch.cuda.current_device(), get_device_id(), int(...)
         func = dotted_name(node.func) or ""
         return func.rsplit(".", 1)[-1] in ("current_device", "get_device_id", "int", "current_device_index")
-    return bool(name) and _INDEX_NAME.search(name) is not None
+    return name is not None and name != "" and _INDEX_NAME.search(name) is not None
 
 
 def _is_device_value(node: cst.BaseExpression) -> bool:
@@ -189,14 +189,14 @@ class TensorCudaMethod(PythonRule):
     def leave_Call(self, original: cst.Call, updated: cst.Call):
         func = updated.func
         if (isinstance(func, cst.Attribute) and func.attr.value == "cuda"
-                and not self._is_module(original.func.value)):
-            receiver = original.func.value  # type: ignore[attr-defined]
+                and not self._is_module(cast(cst.Attribute, original.func).value)):
+            receiver = cast(cst.Attribute, original.func).value
             if self._is_torch_object(receiver):
                 new = updated.with_changes(func=func.with_changes(attr=cst.Name("npu")))
                 return self.rewrite(original, updated, new, "`.cuda()` -> `.npu()`",
                                     portable=lambda: self._to_accelerator(updated))
-            new = self._to_npu(updated)
-            if new is None:
+            ported = self._to_npu(updated)
+            if ported is None:
                 self.report(original, "`.cuda(...)` on an object not known to be a torch tensor or module, with a "
                             "device argument of unknown kind; left unchanged",
                             hint='use .to("npu") / .to(f"npu:{index}"): tensors, modules and TensorDicts have it; '
@@ -204,7 +204,7 @@ class TensorCudaMethod(PythonRule):
                 return updated
             what = "the object has no `.npu()`" if self._builds_no_npu_object(receiver) else \
                 "not known to be a torch tensor or module: `.to` is what tensors, modules and TensorDicts all have"
-            return self.rewrite(original, updated, new, f"`.cuda()` -> `{code(new.func)}(...)` ({what})",
+            return self.rewrite(original, updated, ported, f"`.cuda()` -> `{code(ported.func)}(...)` ({what})",
                                 portable=lambda: self._to_accelerator(updated))
         return updated
 

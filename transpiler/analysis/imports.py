@@ -28,7 +28,7 @@ def _chain_kind(kind: type) -> int:
     return answer
 
 
-def dotted_name(node: cst.BaseExpression) -> Optional[str]:
+def dotted_name(node: cst.CSTNode) -> Optional[str]:
     """`a.b.c` as a string for a Name/Attribute chain, else None."""
     parts = []
     while True:

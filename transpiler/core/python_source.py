@@ -7,7 +7,7 @@ import re
 import warnings
 from collections import defaultdict
 from collections.abc import Callable, Sequence
-from typing import Optional
+from typing import Optional, cast
 
 import libcst as cst
 
@@ -225,7 +225,8 @@ def parse_module(source: bytes | str) -> cst.Module:
     would drop the last "\r" of the file. Parsed without LibCST's re-validation of its own nodes
     (core/trusted_parse.py): the same tree, without the check's cost."""
     module = trusted_parse.parse_module(source)
-    if not module.has_trailing_newline and source.endswith("\r" if isinstance(source, str) else b"\r"):
+    ends_in_cr = source.endswith("\r") if isinstance(source, str) else source.endswith(b"\r")
+    if not module.has_trailing_newline and ends_in_cr:
         module = module.with_changes(has_trailing_newline=True)
     return module
 
@@ -283,7 +284,7 @@ def convert_python(data: bytes, path: str, rule_classes: Sequence[type[PythonRul
     ctx = PythonContext(path, data.decode(module.encoding, errors="replace"), module, options, tree)
     rules = [cls(ctx) for cls in rule_classes]
     try:
-        updated = transform(module, _Dispatcher(rules, ctx))
+        updated = cast(cst.Module, transform(module, _Dispatcher(rules, ctx)))  # a module stays a module
         for rule in rules:
             updated = rule.finalize(module, updated)
         ctx.resolve_pending()
