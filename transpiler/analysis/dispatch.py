@@ -36,6 +36,8 @@ NAME_MAPPING = Guard("this expression maps one run-time device name to another (
                      "yields the NPU's name where it runs)")
 NVIDIA_ONLY = Guard("this code runs only on another vendor's GPUs (it sits behind an NVIDIA or AMD ROCm test "
                     "such as `is_nvidia`, `torch.version.cuda`, `torch.version.hip` or a HIP/ROCR variable)")
+VENDOR_CLASS = Guard("this class describes another vendor's GPUs (its name says so: a CUDA or ROCm platform, "
+                     "backend or kernel wrapper); its device, backend and calls are that vendor's")
 DEVICE_MODULE_RESOLVER = Guard("this picks the device module by name at run time (`getattr(torch, name)`); its "
                                "torch.cuda is the fallback for a name torch lacks")
 NPU_TWIN = Guard("an NPU-guarded twin of this call follows (`if <npu>: torch.npu....`): this line is the CUDA one")
@@ -254,15 +256,29 @@ def _names_npu_value(node: cst.CSTNode) -> bool:
     return isinstance(node, cst.SimpleString) and NPU_WORD.search(node.value) is not None
 
 
+# NPU code in the last `else` of a chain whose tests ask CUDA: `if torch.cuda.is_available(): ...
+# else: import torch_npu; return NpuPlatform()` (ROLL's platform detection).
+_NPU_HANDLING = re.compile(r"\bimport\s+torch_npu\b|\btorch_npu\.|\btorch\.npu\.|\bNpu[A-Z]\w*|\bNPU[A-Z][a-z]\w*")
+
+
+def _npu_else(node: cst.If) -> bool:
+    """Whether the chain's final `else` handles the NPU (its tests ask CUDA alone): then the chain
+    already dispatches between the devices and its CUDA arm stays, so the NPU still reaches the `else`."""
+    current: object = node
+    while isinstance(current, cst.If):
+        current = current.orelse
+    return isinstance(current, cst.Else) and _NPU_HANDLING.search(code(current.body)) is not None
+
+
 def npu_guard(node: cst.CSTNode) -> Optional[Guard]:
     """The root of code that already handles both devices, whose CUDA side stays as written:
-    - an if/elif chain whose tests mention the NPU;
+    - an if/elif chain whose tests mention the NPU, or whose final `else` handles it;
     - a conditional expression that mentions it in its test or either arm (`"nccl" if ... else "hccl"`
       must not become `"hccl" if ... else "hccl"`);
     - a list, tuple or set that names the NPU beside CUDA (`device=["cuda", "npu"]`, a registration
       for both devices, must not become `["npu", "npu"]`)."""
     if isinstance(node, cst.If):
-        return NPU_BRANCH if any(_mentions_npu(t) for t in chain_tests(node)) else None
+        return NPU_BRANCH if any(_mentions_npu(t) for t in chain_tests(node)) or _npu_else(node) else None
     if isinstance(node, cst.IfExp):
         return NPU_BRANCH if _mentions_npu(node) else None
     if isinstance(node, (cst.List, cst.Tuple, cst.Set)):
@@ -293,6 +309,17 @@ def mapping_guard(node: cst.IfExp) -> Optional[Guard]:
         return None
     arms = (code(node.body), code(node.orelse))
     return NAME_MAPPING if code(subject) in arms else None
+
+
+# A class named for another vendor: CudaPlatform, ROCmPlatform, CUDAGraphWrapper, NvidiaBackend (not "Hip"
+# inside a word: Relationship).
+_VENDOR_CLASS_NAME = re.compile(r"(?<![a-z])(?:Cuda|CUDA|Nvidia|NVIDIA|Rocm|ROCm|ROCM|Hip|HIP)(?=[A-Z0-9_]|$)")
+
+
+def vendor_class_guard(node: cst.ClassDef) -> Optional[Guard]:
+    """A class whose name says it is another vendor's (ROLL's CudaPlatform: `device_type = "cuda"`,
+    `communication_backend = "nccl"` beside its NpuPlatform): its body describes that vendor, whole."""
+    return VENDOR_CLASS if _VENDOR_CLASS_NAME.search(node.name.value) else None
 
 
 def nvidia_guard(node: cst.CSTNode) -> Optional[Guard]:
@@ -385,7 +412,7 @@ def _cuda_flag_values(node: cst.Call, resolve) -> list[cst.CSTNode]:
 _NPU_GUARD_TYPES = frozenset({cst.If, cst.IfExp, cst.List, cst.Tuple, cst.Set})
 _NVIDIA_GUARD_TYPES = frozenset({cst.If, cst.IfExp, cst.BooleanOperation})
 _BLOCK_TYPES = frozenset({cst.Module, cst.IndentedBlock})
-GUARD_TYPES = _NPU_GUARD_TYPES | _NVIDIA_GUARD_TYPES | {cst.Comparison}  # can start dispatch code
+GUARD_TYPES = _NPU_GUARD_TYPES | _NVIDIA_GUARD_TYPES | {cst.Comparison, cst.ClassDef}  # can start dispatch code
 MARKING_TYPES = _BLOCK_TYPES | {cst.Call, cst.FunctionDef}  # can show dispatch code below them
 
 
@@ -401,6 +428,8 @@ def dispatch_guard(node: cst.CSTNode, shapes: FileDispatch) -> Optional[Guard]:
         guard = mapping_guard(node)  # type: ignore[arg-type]
     if guard is None and shapes.nvidia_tests and kind in _NVIDIA_GUARD_TYPES:
         guard = nvidia_guard(node)
+    if kind is cst.ClassDef:
+        guard = vendor_class_guard(node)  # type: ignore[arg-type]
     return guard
 
 
