@@ -16,7 +16,7 @@ import tempfile
 import time
 from collections import deque
 from collections.abc import Sequence
-from typing import Optional
+from typing import Any, Optional, cast
 
 from npu_port.transpiler.bulk.executors import Job, failed_result
 from npu_port.transpiler.bulk.isolation import worker_sys_path
@@ -43,7 +43,7 @@ def _package_folder(stage: str) -> str:
     dest = os.path.join(stage, "npu_port")
     shutil.copytree(here, dest, ignore=skip)
     for pkg in (transpiler, codemods, skeletons):
-        shutil.copytree(os.path.dirname(pkg.__file__), os.path.join(dest, pkg.__name__.rpartition(".")[2]),
+        shutil.copytree(os.path.dirname(cast(str, pkg.__file__)), os.path.join(dest, pkg.__name__.rpartition(".")[2]),
                         ignore=skip)
     return dest
 
@@ -65,7 +65,7 @@ class RayExecutor:
         self._ray = ray
         self._owns = False
         if not ray.is_initialized():
-            kwargs = dict(include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
+            kwargs: dict[str, Any] = dict(include_dashboard=False, logging_level=logging.WARNING, log_to_driver=False)
             # Ray puts the driver's current folder on its workers' path unless the job has a
             # working_dir: an empty one keeps the workers from importing the tree being converted.
             with tempfile.TemporaryDirectory(prefix="npu-port-ray-") as empty, \
