@@ -223,8 +223,20 @@ class PositionFinder:
                     yield from string_leaves(element.slice.value)
 
     def in_assign(self, targets: list[cst.BaseExpression], value: Optional[cst.BaseExpression]):
-        if value is not None and any(self.policy.names_setting(self.setting_name(t)) for t in targets):
+        if value is None:
+            return
+        if any(self.policy.names_setting(self.setting_name(t)) for t in targets):
             yield from string_leaves(value)
+            return
+        # `dev, dt = "cuda", torch.bfloat16`: each element of a tuple target takes the element of the
+        # same place in a tuple value of the same length.
+        for target in targets:
+            if isinstance(target, (cst.Tuple, cst.List)) and isinstance(value, (cst.Tuple, cst.List)) \
+                    and len(target.elements) == len(value.elements) \
+                    and not any(isinstance(e, cst.StarredElement) for e in (*target.elements, *value.elements)):
+                for name, element in zip(target.elements, value.elements):
+                    if self.policy.names_setting(self.setting_name(name.value)):
+                        yield from string_leaves(element.value)
 
     def in_param(self, param: cst.Param):
         if param.default is not None and self.policy.names_setting(param.name.value):

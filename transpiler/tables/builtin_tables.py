@@ -825,7 +825,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                                          'modules share'}}},
     ),
     ('ascend', 'positions'): (
-        'deeab7313aebbc42a88ed37d4c3a3833',
+        'cfece3351e6c05bcf84cc0d640d2e7b5',
         {'device': {'settings': ['device',
                                  '_device',
                                  '_devices',
@@ -834,7 +834,8 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                                  'device_ids',
                                  'device_id',
                                  'devices',
-                                 'device_map'],
+                                 'device_map',
+                                 'dev'],
                     'positional': {'torch.device': [0],
                                    'torch.set_default_device': [0],
                                    'torch.get_device_module': [0],
