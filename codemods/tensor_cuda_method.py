@@ -78,7 +78,8 @@ class TensorCudaMethod(PythonRule):
         with `.cuda()` has `.npu()`: `.cuda(3)` / `.cuda(local_rank)` -> `.to("npu:3")` /
         `.to(f"npu:{local_rank}")`, a device value is passed on, `non_blocking=` stays; a device argument
         of unknown kind (`.cuda(dev)`) is left and reported. `t.is_cuda` becomes `t.is_npu`, on any
-        object that is not an imported module.
+        object that is not an imported module, but not in an `assert`: `assert x.is_cuda` guards a kernel
+        that runs on CUDA alone (reported, info).
 
     Why:
         torch_npu adds `Tensor.npu`, `Module.npu` and `Tensor.is_npu`; `.cuda()` fails without CUDA. A
@@ -120,6 +121,7 @@ class TensorCudaMethod(PythonRule):
         self._built: list[set[str]] = [set()]  # per scope: names assigned from such a class's call
         self._torch: list[set[str]] = [set()]  # per scope: names known to hold a torch tensor or module
         self._modules: set[str] = set()  # classes of this file that are torch modules
+        self._asserts = 0  # depth of assert statements
 
     def _is_torch_object(self, node: cst.BaseExpression) -> bool:
         """Whether `node` is known to be a torch tensor or module (which have `.npu()`): built by a torch
@@ -264,7 +266,20 @@ class TensorCudaMethod(PythonRule):
         # A file that assigns `x.is_cuda = ...` has its own attribute of that name: leave its reads too.
         self._own_is_cuda = ".is_cuda =" in self.ctx.text or ".is_cuda=" in self.ctx.text
 
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._asserts += 1
+
+    def leave_Assert(self, original: cst.Assert, updated: cst.Assert) -> cst.Assert:
+        self._asserts -= 1
+        return updated
+
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
+        if original.attr.value == "is_cuda" and self._asserts:
+            # `assert x.is_cuda` guards a CUDA-only kernel (CuTe, cuda.bindings, a CUDA extension): as
+            # `is_npu` it would let NPU tensors into it.
+            self.report(original, "`.is_cuda` asserted: it guards code that runs on CUDA alone; left unchanged",
+                        severity="info", hint="port the kernel it guards (or an NPU path beside it) first")
+            return updated
         if original.attr.value == "is_cuda" and not self._own_is_cuda and not self._is_module(original.value):
             return self.rewrite(original, updated, updated.with_changes(attr=cst.Name("is_npu")),
                                 "`.is_cuda` -> `.is_npu`", portable=lambda: _on_accelerator(updated.value))
