@@ -14,6 +14,7 @@ from typing import Any, Optional, Union
 
 from npu_port.transpiler.analysis.source_facts import scan
 from npu_port.transpiler.core.files import ReadError, language_of, source_text
+from npu_port.transpiler.core.notebook import convert_notebook, notebook_code
 from npu_port.transpiler.core.python_source import SourceError, convert_python
 from npu_port.transpiler.core.registry import select_specs
 from npu_port.transpiler.core.report import FileOutcome, Finding, Language, Status
@@ -49,7 +50,7 @@ def convert_text(data: bytes, path: str, rule_classes: Sequence[type[TextRule]],
 # the rules of its language (PythonRule or TextRule classes; the registry picks them by LANGUAGE).
 Converter = Callable[[bytes, str, Any, RunOptions], tuple[bytes, list[Finding]]]
 CONVERTERS: dict[str, Converter] = {"python": convert_python, "shell": convert_text, "yaml": convert_text,
-                                    "cuda": convert_text, "manifest": convert_text}
+                                    "cuda": convert_text, "manifest": convert_text, "notebook": convert_notebook}
 
 
 class Triggers:
@@ -101,6 +102,8 @@ class Engine:
         self.by_language: dict[Language, list[RuleSpec]] = {}
         for spec in self.specs:
             self.by_language.setdefault(spec.LANGUAGE, []).append(spec)  # type: ignore[arg-type]
+        if "python" in self.by_language:  # a notebook's code cells are Python (core/notebook.py)
+            self.by_language["notebook"] = self.by_language["python"]
         self._user_names = _user_table_names(self.options)
         self._triggers = {lang: Triggers(specs, self._user_names) for lang, specs in self.by_language.items()}
 
@@ -120,6 +123,11 @@ class Engine:
         specs = self.by_language.get(language)
         if not specs:
             return []
+        if language == "notebook":  # judged by the Python of its code cells
+            code = notebook_code(data, path)
+            if code is None:
+                return [s.load() for s in specs]  # no notebook it can read: the conversion says why
+            return self.needs_parse(code, "python", path)
         if not self.prefilter:
             return [s.load() for s in specs]
         hit, user_name = self._triggered_specs(data, language)

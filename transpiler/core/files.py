@@ -103,6 +103,8 @@ def language_of(path: str | Path, head: bytes = b"") -> Language:
         return "yaml"
     if name.endswith(CUDA_SUFFIXES):
         return "cuda"
+    if name.endswith(".ipynb"):
+        return "notebook"
     if is_manifest(name):
         return "manifest"
     if head.startswith(b"#!") and (b"bash" in head[:80] or b"/sh" in head[:80]):

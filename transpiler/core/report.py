@@ -15,7 +15,8 @@ FindingKind = Literal["change", "finding"]  # a change convert made, or somethin
 Status = Literal["converted", "unchanged", "skipped", "failed", "copied"]  # what happened to an input file
 # A file's kind (core/files.language_of); "other" files are copied as they are. "manifest": dependency
 # lists and container recipes (requirements*.txt, pyproject.toml, Dockerfile), read by report-only rules.
-Language = Literal["python", "shell", "yaml", "cuda", "manifest", "other"]
+# "notebook": Jupyter notebooks, whose code cells the Python rules convert (core/notebook.py).
+Language = Literal["python", "shell", "yaml", "cuda", "manifest", "notebook", "other"]
 # What an outcome says of its file: its Language, "link" (a symbolic link, copied as one), or "" (not said:
 # standalone, pipeline).
 OutcomeLanguage = Literal[Language, "link", ""]
