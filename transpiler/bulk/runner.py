@@ -298,7 +298,8 @@ def _triage(index: int, src: SourceFile, group: _Group, cache: Optional[Cache], 
     known = seen.lookup(rel, st) if seen is not None else None
     if known == SKIPPED:
         return done("skipped", language)
-    if known is not None:  # the same file as last time: its result, without reading it
+    if known is not None and cache is not None and group.fingerprint is not None:  # (known: both are set)
+        # the same file as last time: its result, without reading it
         hit = cache.get(group.fingerprint, rel, language, known, src.display)
         if hit is not None:
             outcome, output = hit
@@ -327,7 +328,8 @@ def _triage(index: int, src: SourceFile, group: _Group, cache: Optional[Cache], 
         digest = digest_of(data)
         hit = cache.get(group.fingerprint, rel, language, digest, src.display)
         if hit is not None:
-            seen.record(rel, st, digest)
+            if seen is not None:  # (always: the index of this cache and fingerprint)
+                seen.record(rel, st, digest)
             outcome, output = hit
             return Converted(outcome, output), data if output is not None or outcome.findings else None
     stats[index] = st

@@ -11,7 +11,7 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Optional, cast
 
 import click
 
@@ -455,7 +455,8 @@ class _Writer:
         parent = str(dest.parent)
         if parent in self._safe_dirs:
             return
-        root = self.out if dest != self.out else self.out.parent  # --out names the output file itself
+        out = cast(Path, self.out)  # a write has somewhere to go
+        root = out if dest != out else out.parent  # --out names the output file itself
         if not is_within(dest.parent, root):
             raise WriteRefused(f"{dest.parent} leads outside {root} through a link")
         self._safe_dirs.add(parent)
