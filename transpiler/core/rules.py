@@ -102,6 +102,7 @@ class Rule:
     # True for a rule that also acts because another rule changed the file (torch-npu-import): its own
     # triggers cover only what it does on its own, the other rules' triggers cover the rest.
     FOLLOWS_CHANGES: ClassVar[bool] = False
+
     @classmethod
     def description(cls) -> str:
         return inspect.cleandoc(cls.__doc__ or "")
