@@ -21,7 +21,7 @@ shared by other jobs), marked slow. A larger seeded run, the one measured for is
     NPU_PORT_STANDALONE_EXAMPLES=2000 NPU_PORT_STANDALONE_SEED=1 python -m pytest -q -s -n 0 \
         tests/test_standalone_generated.py
 
-Measured: 2,000 projects, 2,000 accepted, 0 refused, 0 differing outputs, 0 internal errors, in 540 s wall
+Measured: 2,000 projects, 2,000 accepted, 0 refused, 0 differing outputs, 0 internal errors, in 477 s wall
 (the 2 cores shared by other jobs); the run prints these figures with -s. A refused project must name a file
 and a line: an earlier version of the generator wrote two `__all__ =` in one module, and the 13 scripts that
 used the first list were refused ("name 'star1' is not defined"), as Python fails them.
