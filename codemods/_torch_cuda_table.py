@@ -27,6 +27,8 @@ def is_cuda_name(qualified: str) -> bool:
 
 class TorchCudaTable:
     def __init__(self, data: dict):
+        # function -> the fields of its result the NPU leaves unanswered (torch_cuda.yaml unanswered_results)
+        self.unanswered: dict[str, tuple[str, ...]] = {k: tuple(v) for k, v in data.get("unanswered_results", {}).items()}
         self.rows = {r["cuda"]: Row(r["cuda"], r.get("npu"), r.get("status", "same"), r.get("hint", ""))
                      for r in data["rows"]}
         # Import paths: torch.npu is registered in sys.modules by torch_npu, its submodules are not, so

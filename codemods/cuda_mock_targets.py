@@ -62,6 +62,11 @@ class CudaMockTargets(PythonRule):
     SAFETY = "review"
     TRIGGERS = ("torch.cuda",)
 
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        # A patcher in the code: torch.cuda in a comment or a docstring alone is no mock.
+        return facts.has_word("patch", "setattr", "delattr", "object")
+
     def __init__(self, ctx):
         super().__init__(ctx)
         self.table = table_for(ctx.target, ctx.options.rules_files)

@@ -88,6 +88,7 @@ class TorchCudaApi(PythonRule):
         self._clean_blocks: set[int] = set()  # ids of `if` bodies that hold none
         self._clean_depth = 0  # how many of those the walk is inside
         self._staying = self.staying_names(self.table, ctx.text)
+        self._unanswered_reads = unanswered_reads(self.table, ctx.text)
 
     @staticmethod
     def staying_names(table, text: str) -> list[str]:
@@ -250,6 +251,15 @@ class TorchCudaApi(PythonRule):
         if left is not None:
             self.report(node, left[0], hint=left[1])
             return
+        read = self._unanswered_reads.get(qualified)
+        if read and not self.ctx.left_as_is(node, self.ID):
+            self.report(node, f"`{qualified}` left unchanged: this file reads `.{read}` of its result, which "
+                              f"the NPU's does not answer", hint="torch.npu.get_device_properties() fills name, "
+                        "total_memory, cube_core_num, vector_core_num and L2_cache_size only; keep this path for CUDA "
+                        "or compute the value another way on the NPU")
+            return
+        if read:
+            return  # left as is, said why
         assert row is not None and row.npu is not None
         if self.ctx.options.keep_cuda:
             self._agnostic_plans[id(node)] = (row, rest)
@@ -485,6 +495,29 @@ def _may_resolve_cuda(nodes: Iterable[ast.AST]) -> bool:
             if is_cuda_name(node.module) or (node.module == "torch" and any(a.name == "cuda" for a in node.names)):
                 return True
     return not torch_names.isdisjoint(cuda_attributes)
+
+
+def unanswered_reads(table: TorchCudaTable, text: str) -> dict[str, str]:
+    """The functions of the table's `unanswered_results` whose result this file reads a field of that the
+    NPU leaves unanswered, directly (`get_device_properties(0).major`) or through a name assigned from a
+    call of it (`props = ...get_device_properties(d)` ... `props.multi_processor_count`): function -> the
+    first such field."""
+    found: dict[str, str] = {}
+    for function, fields in table.unanswered.items():
+        last = function.rsplit(".", 1)[1]
+        if last not in text:
+            continue
+        alternatives = "|".join(fields)
+        direct = re.search(rf"\b{last}\((?:[^()]|\([^()]*\))*\)\.({alternatives})\b", text)
+        if direct:
+            found[function] = direct.group(1)
+            continue
+        for name in re.findall(rf"\b(\w+)\s*=\s*[\w.]*\b{last}\(", text):
+            through = re.search(rf"\b{re.escape(name)}\.({alternatives})\b", text)
+            if through:
+                found[function] = through.group(1)
+                break
+    return found
 
 
 def _tidy(aliases: list[cst.ImportAlias]) -> list[cst.ImportAlias]:
