@@ -203,3 +203,17 @@ def test_convert_and_check_on_a_folder(tmp_path):
     out = tmp_path / "out"
     result = runner.invoke(cli, ["check", "--isolated", "--no-cache", "--output-format", "json", str(out)])
     assert not [f for f in json.loads(result.output)["findings"] if f["message"].startswith("CUDA left over")]
+
+
+def test_the_statement_of_a_timing_magic_is_converted():
+    data = notebook(code("import torch\n%time torch.cuda.synchronize()\n%timeit -n 10 torch.ones(1).cuda()  # warm\n"
+                         "%time\n%prun -s cumulative f(torch.cuda.current_device())"))
+    result = convert(data)
+    assert sources(result.output) == ["import torch\nimport torch_npu\n%time torch.npu.synchronize()\n"
+                                      "%timeit -n 10 torch.ones(1).npu()  # warm\n%time\n"
+                                      "%prun -s cumulative f(torch.npu.current_device())"]
+    lines = data.decode().splitlines()
+    for f in result.outcome.findings:
+        if f.rule == "torch-cuda-api":
+            assert lines[f.line - 1][f.col - 1:].startswith("torch.cuda."), f
+    assert convert(result.output).output is None

@@ -32,6 +32,7 @@ import difflib
 import hashlib
 import json
 import re
+import warnings
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 from json.decoder import scanstring  # type: ignore[attr-defined]
@@ -85,8 +86,9 @@ class _Cell:
     source: str
     value: _SourceValue
     code: str = ""  # the Python converted: magics masked, a final newline
-    masks: dict[int, str] = field(default_factory=dict)  # mask number -> the line it stands for
+    masks: dict[int, tuple[str, str]] = field(default_factory=dict)  # mask number -> (line, magic): _mask
     added_newline: bool = False
+    shifts: dict[int, int] = field(default_factory=dict)  # line -> columns a timing magic adds before its code
 
 
 @dataclass
@@ -224,8 +226,34 @@ def _python_problem(code: str) -> tuple[Optional[tuple[int, int, str]], Optional
     return (found or (1, 1, "not valid Python")), None
 
 
-def _mask(lines: list[str], nonce: str, first: int) -> tuple[list[str], dict[int, str]]:
-    """The IPython lines of a cell replaced by numbered `pass` markers (numbers from `first`)."""
+# A line magic that runs one Python statement (`%time f(x.cuda())`, `%timeit -n 10 g()`): the statement is
+# converted, the magic kept in front of it.
+_TIMED = re.compile(r"[ \t]*%(?:time|timeit|prun|memit)[ \t]")
+
+
+def _timed_statement(line: str) -> Optional[int]:
+    """Where the Python statement of a timing magic's line starts, after the magic and its options
+    (`-n 10`, `-s cumulative`): the first word from which on the rest parses; None if none does."""
+    if _TIMED.match(line) is None or line.rstrip("\r\n").endswith("\\"):
+        return None
+    body = line.rstrip("\r\n")
+    for m in re.finditer(r"[ \t]+(?=[^ \t])", body):
+        if body[m.end()] == "-":
+            continue
+        try:
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")
+                compile(body[m.end():], "<magic>", "exec", ast.PyCF_ONLY_AST, dont_inherit=True)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            continue
+        return m.end()
+    return None
+
+
+def _mask(lines: list[str], nonce: str, first: int, timed: bool) -> tuple[list[str], dict[int, tuple[str, str]]]:
+    """The IPython lines of a cell replaced by numbered markers (numbers from `first`): a `pass`, or with
+    `timed`, the statement of a timing magic. Each mask: (the line it stands for, the magic kept in front
+    of a statement, or "" for a whole line)."""
     out, masks = list(lines), {}
     k, i = first, 0
     while i < len(lines):
@@ -234,14 +262,34 @@ def _mask(lines: list[str], nonce: str, first: int) -> tuple[list[str], dict[int
             i += 1
             continue
         indent = line[:len(line) - len(line.lstrip(" \t"))]
+        start = _timed_statement(line) if timed else None
+        if start is not None:
+            statement = line[start:].rstrip("\r\n")
+            masks[k] = (line, line[:start])
+            out[i] = f"{indent}{statement}  # npu-port-ipython {nonce} {k}\n"
+            k += 1
+            i += 1
+            continue
         while True:  # a magic continued with a backslash goes on in the next line
-            masks[k] = lines[i]
+            masks[k] = (lines[i], "")
             out[i] = f"{indent}pass  # npu-port-ipython {nonce} {k}\n"
             k += 1
             i += 1
             if not lines[i - 1].rstrip("\r\n").endswith("\\") or i >= len(lines):
                 break
     return out, masks
+
+
+def _unmask(line: str, nonce: str, k: int, mask: tuple[str, str]) -> str:
+    """The line a marker stands for; for a timing magic, its magic in front of the statement as converted."""
+    original, magic = mask
+    if not magic:
+        return original
+    body = line.rstrip("\r\n")
+    body = body[:len(body) - len(f"  # npu-port-ipython {nonce} {k}")]
+    indent = original[:len(original) - len(original.lstrip(" \t"))]
+    body = body[len(indent):] if body.startswith(indent) else body.lstrip(" \t")
+    return magic + body + original[len(original.rstrip("\r\n")):]
 
 
 def _prepare(cell: _Cell, nonce: str, first_mask: int, path: str, text: str, starts: list[int]) -> Optional[Finding]:
@@ -252,28 +300,34 @@ def _prepare(cell: _Cell, nonce: str, first_mask: int, path: str, text: str, sta
     problem, _ = _python_problem(code)
     if problem is not None:
         lines = _lines(code)
-        masked, masks = _mask(lines, nonce, first_mask)
-        if masks:
-            attempt = "".join(masked)
-            second, tree = _python_problem(attempt)
-            if second is None and tree is not None:
+        first_problem = problem
+        for timed in (True, False):  # a timed statement that does not parse: the whole line set aside
+            masked, masks = _mask(lines, nonce, first_mask, timed)
+            if not masks:
+                break
+            problem, tree = _python_problem("".join(masked))
+            if problem is None and tree is not None:
                 # A mask inside a string (a line of a docstring that starts with '%') is no statement: put back.
-                statements = {node.lineno for node in ast.walk(tree) if isinstance(node, ast.Pass)}
+                statements = {node.lineno for node in ast.walk(tree) if isinstance(node, ast.stmt)}
                 inside = [i for i, line in enumerate(masked) if line != lines[i] and i + 1 not in statements]
                 for i in inside:
                     masked[i] = lines[i]
                 kept = "".join(masked)
                 masks = {k: v for k, v in masks.items() if f" {nonce} {k}\n" in kept}
                 if inside:
-                    second, _ = _python_problem(kept)
-                if second is None:
-                    cell.code, cell.masks = "".join(masked), masks
+                    problem, _ = _python_problem(kept)
+                if problem is None:
+                    cell.code, cell.masks = kept, masks
+                    for i, line in enumerate(masked):  # a timed statement: its columns shift by the magic's width
+                        k = next((k for k in masks if line.endswith(f" {nonce} {k}\n")), None)
+                        if k is not None and masks[k][1]:
+                            indent = len(line) - len(line.lstrip(" \t"))
+                            cell.shifts[i + 1] = len(masks[k][1]) - indent
                     return None
-            problem = second or problem
-        line, col, why = problem
-        where = _position(cell, text, starts, line, col)
+        at_line, col, why = problem or first_problem
+        where = _position(cell, text, starts, at_line, col)
         return Finding(path, where[0], where[1], NOTEBOOK_RULE, "warning",
-                       f"cell {cell.number} left as it is: {why} [cell {cell.number}, line {line}]",
+                       f"cell {cell.number} left as it is: {why} [cell {cell.number}, line {at_line}]",
                        hint="fix the cell so that Python can parse it (IPython magics are fine), then convert again")
     cell.code = code
     return None
@@ -435,7 +489,8 @@ def _convert_cells(cells: Sequence[_Cell], nb: _Notebook, path: str, rule_classe
         for i, line in enumerate(lines):
             m = mask.search(line.rstrip("\n"))
             if m is not None and int(m.group(1)) in cell.masks:
-                lines[i] = cell.masks[int(m.group(1))]
+                k = int(m.group(1))
+                lines[i] = _unmask(line, nb.nonce, k, cell.masks[k])
                 restored += 1
         if restored != len(cell.masks):
             return None
@@ -448,7 +503,7 @@ def _convert_cells(cells: Sequence[_Cell], nb: _Notebook, path: str, rule_classe
     placed = []
     for f in findings:
         k, cell_line = where[min(max(f.line, 1), len(where)) - 1]
-        cell_line, col = (cell_line, f.col) if cell_line else (1, 1)
+        cell_line, col = (cell_line, f.col + cells[k].shifts.get(cell_line, 0)) if cell_line else (1, 1)
         file_line, file_col = _position(cells[k], nb.text, starts, cell_line, col)
         placed.append(replace(f, line=file_line, col=file_col,
                               message=f"{f.message} [cell {cells[k].number}, line {cell_line}]"))
