@@ -54,7 +54,7 @@ class ShellSchedulerGpus(ShellRule):
             if cmd.program() not in _SCHEDULER_COMMANDS:
                 continue
             for word in cmd.words[1:]:
-                option = _GPU_OPTION.search(word.text)
-                if option is not None:
-                    self.report(word.start, f"`{cmd.program()}` asks for GPUs (`{option.group().strip()}`); an "
+                found = _GPU_OPTION.search(word.text)
+                if found is not None:
+                    self.report(word.start, f"`{cmd.program()}` asks for GPUs (`{found.group().strip()}`); an "
                                             "Ascend cluster has none under that name", hint=hint)

@@ -74,7 +74,7 @@ def main() -> None:
     except click.ClickException as exc:
         from npu_port.transpiler.output.console import terminal_safe
 
-        exc.message = terminal_safe(exc.message)  # a file name in it never drives the terminal
+        setattr(exc, "message", terminal_safe(exc.message))  # noqa: B010 - typed Final; a file name in it never drives the terminal
         exc.show()
         sys.exit(exc.exit_code)
     except BrokenPipeError:  # `npu-port convert x.py | head`: the reader left, nothing to report
