@@ -20,6 +20,12 @@ _OBJECT_PATCHERS = ("patch.object", "mock.patch.object", "unittest.mock.patch.ob
                     "monkeypatch.setattr", "monkeypatch.delattr")
 
 
+def _names_torch_cuda(resolved, node: cst.BaseExpression) -> bool:
+    """torch.cuda, also as the module under test reaches it (`fsdp2_strategy.torch.cuda`)."""
+    dotted = dotted_name(node) or ""
+    return resolved == "torch.cuda" or dotted == "torch.cuda" or dotted.endswith(".torch.cuda")
+
+
 def _named(name: str, patchers: tuple[str, ...]) -> bool:
     return any(name == p or name.endswith("." + p) for p in patchers)
 
@@ -31,7 +37,8 @@ class CudaMockTargets(PythonRule):
         In the patchers of the test tools (`mock.patch`, `patch`, `mocker.patch`, `monkeypatch.setattr`,
         and their `.object` forms), a target that names a torch.cuda function, as a dotted string
         (`"torch.cuda.device_count"`, `"pkg.utils.torch.cuda.device_count"`) or as the object and the
-        attribute (`monkeypatch.setattr(torch.cuda, "is_available", ...)`), gets the name torch-cuda-api
+        attribute (`monkeypatch.setattr(torch.cuda, "is_available", ...)`, also reached through the module
+        under test: `monkeypatch.setattr(strategy.torch.cuda, "empty_cache", ...)`), gets the name torch-cuda-api
         gives that function: `torch.npu.device_count`. Only names that rule converts (its table, the
         same one) move; a name it leaves (no NPU equivalent, or one that answers differently) keeps its
         mock, with the code. A plain `setattr` or an assignment to torch.cuda is a shim, not a test's
@@ -86,7 +93,7 @@ class CudaMockTargets(PythonRule):
         if target is not None and _named(name, _NAME_PATCHERS) and isinstance(first, cst.SimpleString):
             return self._string_target(original, updated, first, target)
         if (len(updated.args) >= 2 and _named(name, _OBJECT_PATCHERS)
-                and self.ctx.resolve(original.args[0].value) == "torch.cuda"):
+                and _names_torch_cuda(self.ctx.resolve(original.args[0].value), original.args[0].value)):
             return self._object_target(original, updated)
         return updated
 

@@ -334,12 +334,17 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
          'vllm': {'platform': 'vllm.platforms.current_platform', 'device_type': 'device_type'}},
     ),
     ('ascend', 'env_vars'): (
-        '02f99b1e5e99f04a4131c32bd95f8b1e',
+        'd074b0988cf2c476a19d0671d431d565',
         {'rows': [{'cuda': 'CUDA_VISIBLE_DEVICES',
                    'npu': 'ASCEND_RT_VISIBLE_DEVICES',
                    'status': 'rename',
                    'source': 'torch_npu/npu/__init__.py _parse_visible_devices; verl device.py '
                              'get_visible_devices_keyword'},
+                  {'cuda': 'RAY_EXPERIMENTAL_NOSET_CUDA_VISIBLE_DEVICES',
+                   'npu': 'RAY_EXPERIMENTAL_NOSET_ASCEND_RT_VISIBLE_DEVICES',
+                   'status': 'rename',
+                   'source': 'verl 0.9.1 platform_npu.ray_noset_envvars(); MindSpeed-RL configs/envs/runtime_env.yaml '
+                             "(Ray's NPU accelerator manager)"},
                   {'cuda': 'PYTORCH_CUDA_ALLOC_CONF',
                    'npu': 'PYTORCH_NPU_ALLOC_CONF',
                    'status': 'rename',
