@@ -24,6 +24,7 @@ from typing import Optional, cast
 
 import libcst as cst
 
+from npu_port.transpiler.analysis.project_modules import project_defines
 from npu_port.transpiler.core.rules import PythonContext
 from npu_port.transpiler.tables.device_agnostic import facts as _facts
 from npu_port.transpiler.tables.device_agnostic import portable_forms
@@ -40,6 +41,17 @@ def uses_verl(ctx: PythonContext) -> bool:
     """A file of a VERL project: it imports verl unconditionally, or it is part of verl itself."""
     path = "/" + ctx.path.replace("\\", "/")
     return "/verl/" in path or _imported_at_top(ctx.text, "verl")
+
+
+def verl_defines(ctx: PythonContext, helpers: dict[str, str]) -> bool:
+    """A file of a VERL tree (VERL itself, an old release, a fork) uses verl's device helpers only where that
+    tree has them: a fork that never had verl/utils/device.py gets torch's own forms, never an import of a
+    module it lacks. A file that imports an installed VERL goes by the VERL its pins name."""
+    modules: dict[str, list[str]] = {}
+    for qualified in helpers.values():
+        module, name = qualified.rsplit(".", 1)
+        modules.setdefault(module, []).append(name)
+    return all(project_defines(ctx.path, module, tuple(names)) is not False for module, names in modules.items())
 
 
 def uses_vllm(ctx: PythonContext) -> bool:
@@ -70,8 +82,9 @@ class DeviceAgnostic:
         self._since = {name: _release(v) for name, v in facts["torch"]["since"].items()}
         self._portable = portable_forms(ctx.target)  # torch.cuda name -> its forms (portable_torch.yaml)
         verl = ctx.options.verl_version
-        self._verl = facts["verl"]["helpers"] if uses_verl(ctx) and (
-            verl is None or _release(verl) >= _release(facts["verl"]["since"])) else None
+        helpers = facts["verl"]["helpers"]
+        self._verl = helpers if uses_verl(ctx) and (
+            verl is None or _release(verl) >= _release(facts["verl"]["since"])) and verl_defines(ctx, helpers) else None
         # A vLLM file names its device through vLLM's platform (vllm-ascend's NPUPlatform answers "npu").
         self._vllm = facts["vllm"] if self._verl is None and uses_vllm(ctx) else None
 

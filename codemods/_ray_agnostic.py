@@ -23,6 +23,7 @@ from typing import Optional
 import libcst as cst
 
 from npu_port.codemods._device_agnostic import DeviceAgnostic, uses_verl
+from npu_port.transpiler.analysis.project_modules import project_defines
 from npu_port.transpiler.core.rules import PythonContext
 from npu_port.transpiler.tables.device_agnostic import release
 
@@ -81,4 +82,5 @@ class RayAgnostic:
 
     def _verl_has_resource_name(self) -> bool:
         version = getattr(self.ctx.options, "verl_version", None)
-        return version is None or release(version) >= release(_VERL_RESOURCE_NAME_SINCE)
+        return (version is None or release(version) >= release(_VERL_RESOURCE_NAME_SINCE)) \
+            and project_defines(self.ctx.path, *_VERL_RESOURCE_NAME[:1], _VERL_RESOURCE_NAME[1:]) is not False
