@@ -9,6 +9,7 @@ import libcst as cst
 
 from npu_port.codemods._device_agnostic import DeviceAgnostic, attributes, parenthesized
 from npu_port.codemods._torch_cuda_table import CUDA_ROOT, Row, TorchCudaTable, canonical, is_cuda_name, table_for
+from npu_port.transpiler.analysis.dispatch import Guard
 from npu_port.transpiler.analysis.imports import ImportTable, dotted_expr, dotted_name, leftmost_name
 from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
 
@@ -197,6 +198,12 @@ class TorchCudaApi(PythonRule):
     def visit_Call(self, node: cst.Call) -> None:
         if any(a.keyword is not None for a in node.args):
             self._keyword_calls.add(id(node.func))
+        if self._unanswered_reads and self.ctx.resolve(node.func) in self._unanswered_reads:
+            # The call stays CUDA's (see _plan): so do its arguments, or `torch.cuda.get_device_properties(
+            # torch.npu.current_device())` would ask CUDA about an NPU index.
+            for arg in node.args:
+                for inner in _subtree(arg.value):
+                    self.ctx.npu_guarded.setdefault(id(inner), _STAYS_WITH_CALL)
 
     def _skip_names(self, *names: Optional[cst.CSTNode]) -> None:
         for n in names:
@@ -495,6 +502,18 @@ def _may_resolve_cuda(nodes: Iterable[ast.AST]) -> bool:
             if is_cuda_name(node.module) or (node.module == "torch" and any(a.name == "cuda" for a in node.names)):
                 return True
     return not torch_names.isdisjoint(cuda_attributes)
+
+
+_STAYS_WITH_CALL = Guard("an argument of a torch.cuda call that stays CUDA's (its result is read for a field "
+                         "the NPU does not answer)")
+
+
+def _subtree(node: cst.CSTNode) -> Iterable[cst.CSTNode]:
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(current.children)
 
 
 def unanswered_reads(table: TorchCudaTable, text: str) -> dict[str, str]:
