@@ -47,9 +47,17 @@ def test_a_notebook_is_its_own_kind():
     assert language_of("a/b/Train.IPYNB") == "notebook"
 
 
-def test_a_notebook_with_cuda_only_in_markdown_and_outputs_is_skipped_without_parsing():
+def test_a_notebook_with_cuda_only_in_markdown_and_outputs_is_skipped_without_parsing(monkeypatch):
+    from npu_port.transpiler.core import notebook as nb_module
+
+    def no_parse(*args):
+        raise AssertionError("a cell was parsed")
+
     data = MARKDOWN_ONLY.read_bytes()
     engine = Engine(Settings())
+    monkeypatch.setattr(nb_module, "_prepare", no_parse)
+    assert engine.needs_parse(data, "notebook", "nb.ipynb") == []
+    monkeypatch.undo()
     assert engine.needs_parse(data, "notebook", "nb.ipynb") == []
     result = engine.convert(data, "nb.ipynb")
     assert result.outcome.status == "skipped" and result.output is None

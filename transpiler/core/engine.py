@@ -123,11 +123,14 @@ class Engine:
         specs = self.by_language.get(language)
         if not specs:
             return []
-        if language == "notebook":  # judged by the Python of its code cells
-            code = notebook_code(data, path)
+        if language == "notebook":  # judged by the Python of its code cells, their triggers before any parse
+            code = notebook_code(data, path, masked=False)
             if code is None:
                 return [s.load() for s in specs]  # no notebook it can read: the conversion says why
-            return self.needs_parse(code, "python", path)
+            hit, user_name = self._triggered_specs(code, "python")
+            if self.prefilter and not hit and not user_name:
+                return []
+            return self.needs_parse(notebook_code(data, path) or b"", "python", path)
         if not self.prefilter:
             return [s.load() for s in specs]
         hit, user_name = self._triggered_specs(data, language)

@@ -96,9 +96,10 @@ class _Notebook:
     text: str  # the file's text without a byte-order mark
     bom: bool
     doc: dict
-    cells: list[_Cell]  # the code cells to convert
+    cells: list[_Cell]  # the code cells to convert (once prepared: those with Python to convert)
     left: list[Finding]  # the cells left as they are, and why
     nonce: str
+    ready: bool = False  # the cells prepared (_prepared)
 
 
 def _json_error(text: str, pos: int, what: str) -> NotebookError:
@@ -397,10 +398,7 @@ def _read(data: bytes, path: str) -> _Notebook:
     nonce = hashlib.blake2b(data, digest_size=6).hexdigest()
     while nonce in text:
         nonce = hashlib.blake2b(nonce.encode(), digest_size=6).hexdigest()
-    starts = [0, *(m.end() for m in re.finditer("\n", text))]
     found: list[_Cell] = []
-    left: list[Finding] = []
-    masks = 0
     for index, raw in enumerate(cells):
         if raw.get("cell_type") != "code":
             continue
@@ -415,14 +413,26 @@ def _read(data: bytes, path: str) -> _Notebook:
         magic = _CELL_MAGIC.match(source.lstrip("\n"))
         if magic is not None and magic.group(1) not in _PYTHON_CELL_MAGICS:
             continue  # %%bash, %%writefile, %%html: not Python
-        cell = _Cell(index + 1, index, source, value)
-        problem = _prepare(cell, nonce, masks, path, text, starts)
+        found.append(_Cell(index + 1, index, source, value))
+    return _Notebook(text, bom, doc, found, [], nonce)
+
+
+def _prepared(nb: _Notebook, path: str) -> _Notebook:
+    """`nb` with the Python of its cells worked out (IPython lines masked), and the cells that have none
+    left out, each with a finding that says why."""
+    if nb.ready:
+        return nb
+    starts = [0, *(m.end() for m in re.finditer("\n", nb.text))]
+    cells, masks = [], 0
+    for cell in nb.cells:
+        problem = _prepare(cell, nb.nonce, masks, path, nb.text, starts)
         if problem is not None:
-            left.append(problem)
+            nb.left.append(problem)
             continue
         masks += len(cell.masks)
-        found.append(cell)
-    return _Notebook(text, bom, doc, found, left, nonce)
+        cells.append(cell)
+    nb.cells, nb.ready = cells, True
+    return nb
 
 
 # The last notebook read, for the conversion of the same bytes that follows its prefilter.
@@ -437,14 +447,17 @@ def _notebook(data: bytes, path: str) -> _Notebook:
     return nb
 
 
-def notebook_code(data: bytes, path: str = "") -> Optional[bytes]:
-    """The Python of a notebook's code cells, as the prefilter reads it (IPython lines masked); None
-    where `data` is no notebook this converter reads (the conversion says why)."""
+def notebook_code(data: bytes, path: str = "", masked: bool = True) -> Optional[bytes]:
+    """The Python of a notebook's code cells, as the prefilter reads it (IPython lines masked; with
+    `masked=False`, the cells' text as it is, read without parsing any cell); None where `data` is no
+    notebook this converter reads (the conversion says why)."""
     try:
         nb = _notebook(data, path)
     except SourceError:
         return None
-    return "".join(c.code for c in nb.cells).encode("utf-8")
+    if not masked:
+        return "\n".join(c.source for c in nb.cells).encode("utf-8")
+    return "".join(c.code for c in _prepared(nb, path).cells).encode("utf-8")
 
 
 def _marker(nonce: str, k: int) -> str:
@@ -544,7 +557,7 @@ def convert_notebook(data: bytes, path: str, rule_classes: Sequence[type[PythonR
                      options: RunOptions) -> tuple[bytes, list[Finding]]:
     """A notebook's code cells converted with `rule_classes` (see the module's docstring); NotebookError
     (a SourceError) for a file that is no nbformat 4 notebook."""
-    nb = _notebook(data, path)
+    nb = _prepared(_notebook(data, path), path)
     _last[:] = [None, None]
     findings = list(nb.left)
     changed: dict[int, str] = {}
