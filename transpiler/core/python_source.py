@@ -100,12 +100,12 @@ class _Dispatcher(cst.CSTTransformer):
         # NPU, registration keys, parameter defaults the function dispatches on, third-party cuda= flags.
         self._marked: dict[int, Guard] = {}
         self._top: Optional[cst.CSTNode] = None  # the statement positions are generated for (see on_visit)
-        self._decisions: list[tuple[int, int]] = []  # the notes' marks of the boolean chains being walked
+        self._decisions: list[tuple[int, int]] = []  # the notes' marks of the decisions being walked
 
     def _plan_for(self, kind: type) -> _Plan:
         flags = (_SCOPE if kind in _SCOPE_TYPES else 0) | (_PATCH if kind in _PATCH_TYPES else 0) \
             | (_MARKING if kind in MARKING_TYPES else 0) | (_GUARD if kind in GUARD_TYPES else 0) \
-            | (_STATEMENT if issubclass(kind, cst.BaseStatement) else 0) | (_DECISION if kind is cst.BooleanOperation else 0)
+            | (_STATEMENT if issubclass(kind, cst.BaseStatement) else 0) | (_DECISION if kind is cst.BooleanOperation or kind is cst.IfExp else 0)
         plan = self._plans[kind] = (flags, tuple(self._visits.get(kind.__name__, ())),
                                     tuple(self._leaves.get(kind.__name__, ())))
         return plan
@@ -157,18 +157,22 @@ class _Dispatcher(cst.CSTTransformer):
         return True
 
     def _leave_decision(self, original: cst.CSTNode, updated: cst.CSTNode) -> cst.CSTNode:
-        """A rule rewrites a whole decision or nothing. A boolean chain that some rule changed but that
-        still calls CUDA (`torch.npu.is_available() and torch.cuda.get_device_capability() >= (8, 0)`,
-        where the capability has no NPU form) would take another branch on the NPU than either the
-        CUDA original (False there: it stops at the availability test) or a whole port: the chain is
-        put back as it was, its changes withdrawn, and the reason reported."""
+        """A rule rewrites a whole decision or nothing. A boolean chain or a conditional expression that
+        some rule changed but that still calls CUDA (`torch.npu.is_available() and
+        torch.cuda.get_device_capability() >= (8, 0)`, `torch.cuda.get_device_capability()[0] if
+        torch.npu.is_available() else 0`, where the capability has no NPU form) would take another branch
+        on the NPU than either the CUDA original (which stops at the availability test there) or a whole
+        port: it is put back as it was, its changes withdrawn, and the reason reported."""
         mark = self._decisions.pop()
         if self._decisions:
             return updated
         changed_by = self._ctx.changes_since(mark)
         if not changed_by or updated is original:
             return updated
-        left = _CUDA_API.search(code(updated))
+        # Of a conditional expression, the arms: a CUDA test left beside a ported arm only keeps the NPU
+        # on the other arm, as the original did; a CUDA call in an arm after a ported test is reached.
+        arms = (updated.body, updated.orelse) if isinstance(updated, cst.IfExp) else (updated,)
+        left = next((m for m in (_CUDA_API.search(code(a)) for a in arms) if m is not None), None)
         if left is None:
             return updated
         self._ctx.withdraw_changes(mark)
