@@ -225,3 +225,14 @@ def test_the_statement_of_a_timing_magic_is_converted():
         if f.rule == "torch-cuda-api":
             assert lines[f.line - 1][f.col - 1:].startswith("torch.cuda."), f
     assert convert(result.output).output is None
+
+
+def test_an_import_a_rule_removes_at_the_top_of_a_cell_keeps_the_cells_apart():
+    """--keep-cuda removes `from torch.cuda import Event` once its uses are device-agnostic: the cell
+    boundary in front of it stays, and the notebook is still converted as one module (one import)."""
+    data = notebook(code("import torch\n"), code("from torch.cuda import Event\ne = Event(enable_timing=True)\n"),
+                    code("x = torch.ones(1).cuda()\n"))
+    got = sources(convert(data, keep_cuda=True).output)
+    assert got[0].startswith("import torch\ntry:\n    import torch_npu")
+    assert got[1:] == ["e = torch.get_device_module().Event(enable_timing=True)\n",
+                       "x = torch.ones(1).to(torch.accelerator.current_accelerator())\n"]

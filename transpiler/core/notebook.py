@@ -1,7 +1,7 @@
 """Jupyter notebooks (.ipynb, nbformat 4): the code cells converted as Python, every other byte kept.
 
 A notebook is read as JSON, and its code cells are converted together as one Python module (a
-kernel runs them in one namespace): each cell starts with a marker comment that no rule touches, the
+kernel runs them in one namespace): each cell starts with marker lines that no rule touches, the
 module goes through the engine's Python conversion with the run's rules, and the output is split
 back at the markers. So `import torch_npu` is added once, after the first cell's `import torch`, and
 a name a cell defines is known to the cells after it. Where the module as a whole cannot be
@@ -461,7 +461,13 @@ def notebook_code(data: bytes, path: str = "", masked: bool = True) -> Optional[
 
 
 def _marker(nonce: str, k: int) -> str:
-    return f"# npu-port-cell {nonce} {k}" + (" -*- coding: utf-8 -*-\n" if k == 0 else "\n")
+    """The lines that open cell `k` in the module: a comment; after the first cell, with a `pass` for it
+    to lead (a comment belongs to the statement below it, and goes with it should a rule remove that
+    statement, an import it left unused; nothing removes a `pass`). The first cell's is the module's
+    header comment, where added imports go below."""
+    if k == 0:
+        return f"# npu-port-cell {nonce} 0 -*- coding: utf-8 -*-\n"
+    return f"# npu-port-cell {nonce} {k}\npass  # npu-port-cell {nonce} {k}\n"
 
 
 def _convert_cells(cells: Sequence[_Cell], nb: _Notebook, path: str, rule_classes: Sequence[type[PythonRule]],
@@ -472,7 +478,7 @@ def _convert_cells(cells: Sequence[_Cell], nb: _Notebook, path: str, rule_classe
     where: list[tuple[int, int]] = []  # per module line: (which of `cells`, its line in the cell; 0 for a marker)
     for k, cell in enumerate(cells):
         parts.append(_marker(nb.nonce, k))
-        where.append((k, 0))
+        where.extend((k, 0) for _ in range(1 if k == 0 else 2))
         parts.append(cell.code)
         where.extend((k, j + 1) for j in range(len(_lines(cell.code))))
     module = "".join(parts).encode("utf-8")
@@ -486,11 +492,12 @@ def _convert_cells(cells: Sequence[_Cell], nb: _Notebook, path: str, rule_classe
     current, seen = 0, 0
     marker = re.compile(rf"# npu-port-cell {re.escape(nb.nonce)} (\d+)\b")
     for line in _lines(out.decode("utf-8")):
-        m = marker.match(line)
+        m = marker.search(line)
         if m is not None:
-            if int(m.group(1)) != seen:
+            if int(m.group(1)) == seen:
+                current, seen = seen, seen + 1
+            elif int(m.group(1)) != current or not line.startswith("pass"):
                 return None
-            current, seen = seen, seen + 1
             continue
         new_code[current].append(line)
     if seen != len(cells):
