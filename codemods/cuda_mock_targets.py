@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import re
 from typing import Optional
 
 import libcst as cst
 
 from npu_port.codemods._torch_cuda_table import table_for
+from npu_port.transpiler.analysis.dispatch import code
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.analysis.literals import string_value, with_string_value
 from npu_port.transpiler.core.rules import PythonRule
@@ -18,6 +20,10 @@ _NAME_PATCHERS = ("patch", "mock.patch", "unittest.mock.patch", "mocker.patch", 
                   "monkeypatch.delattr")
 _OBJECT_PATCHERS = ("patch.object", "mock.patch.object", "unittest.mock.patch.object", "mocker.patch.object",
                     "monkeypatch.setattr", "monkeypatch.delattr")
+
+
+# The torch.cuda names a test mocks: `torch.cuda, "name"` (object and attribute) or `torch.cuda.name"`.
+_MOCKED_NAME = re.compile(r"""torch\.cuda\s*,\s*["'](\w+)["']|torch\.cuda\.(\w+)["']""")
 
 
 def _names_torch_cuda(resolved, node: cst.BaseExpression) -> bool:
@@ -41,7 +47,8 @@ class CudaMockTargets(PythonRule):
         under test: `monkeypatch.setattr(strategy.torch.cuda, "empty_cache", ...)`), gets the name torch-cuda-api
         gives that function: `torch.npu.device_count`. Only names that rule converts (its table, the
         same one) move; a name it leaves (no NPU equivalent, or one that answers differently) keeps its
-        mock, with the code. A plain `setattr` or an assignment to torch.cuda is a shim, not a test's
+        mock, with the code, and so does every torch.cuda mock of a test function that mocks such a name
+        (`is_available` beside `get_device_capability`: the code keeps that decision CUDA's as a whole). A plain `setattr` or an assignment to torch.cuda is a shim, not a test's
         stand-in, and stays.
 
     Why:
@@ -77,6 +84,24 @@ class CudaMockTargets(PythonRule):
     def __init__(self, ctx):
         super().__init__(ctx)
         self.table = table_for(ctx.target, ctx.options.rules_files)
+        # Per function: a torch.cuda name it also mocks that has no NPU form (get_device_capability), or None.
+        # Mocks that stand in for one decision move together: the code keeps that decision CUDA's.
+        self._staying: list[Optional[str]] = [None]
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        text = code(node)
+        staying = None
+        if "torch.cuda" in text:
+            for attribute, dotted in _MOCKED_NAME.findall(text):
+                name = attribute or dotted
+                if self.table.translate(_ROOT + name) is None:
+                    staying = _ROOT + name
+                    break
+        self._staying.append(staying)
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        self._staying.pop()
+        return updated
 
     def _npu_name(self, qualified: str) -> Optional[str]:
         new = self.table.translate(qualified)
@@ -88,6 +113,13 @@ class CudaMockTargets(PythonRule):
         if not updated.args or updated.args[0].keyword is not None:
             return updated
         name = dotted_name(updated.func) or ""
+        staying = self._staying[-1]
+        if staying is not None and (_named(name, _NAME_PATCHERS) or _named(name, _OBJECT_PATCHERS)) \
+                and "torch.cuda" in code(original):
+            self.report(original, f"mock left as is: this test also mocks `{staying}`, which has no NPU form, so "
+                                  "the code it stands in for keeps that decision CUDA's; its mocks stay together",
+                        severity="info")
+            return updated
         first = updated.args[0].value
         target = string_value(first)
         if target is not None and _named(name, _NAME_PATCHERS) and isinstance(first, cst.SimpleString):
