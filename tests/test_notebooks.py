@@ -236,3 +236,15 @@ def test_an_import_a_rule_removes_at_the_top_of_a_cell_keeps_the_cells_apart():
     assert got[0].startswith("import torch\ntry:\n    import torch_npu")
     assert got[1:] == ["e = torch.get_device_module().Event(enable_timing=True)\n",
                        "x = torch.ones(1).to(torch.accelerator.current_accelerator())\n"]
+
+
+def test_a_broken_cell_alone_with_cuda_is_reported():
+    result = convert(notebook(code("import torch\nx = torch.ones(1).cuda() + \\")))
+    assert result.output is None
+    assert [f.rule for f in result.outcome.findings] == ["notebook-cell"]
+
+
+def test_crlf_cells_get_crlf_lines():
+    data = notebook(code(["import torch\r\n", "x = torch.ones(1).cuda()\r\n"]), code(["y = x.cuda()"]))
+    assert sources(convert(data).output) == ["import torch\r\nimport torch_npu\r\nx = torch.ones(1).npu()\r\n",
+                                             "y = x.npu()"]

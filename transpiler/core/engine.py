@@ -124,13 +124,16 @@ class Engine:
         if not specs:
             return []
         if language == "notebook":  # judged by the Python of its code cells, their triggers before any parse
-            code = notebook_code(data, path, masked=False)
+            code = notebook_code(data, path, "text")
             if code is None:
                 return [s.load() for s in specs]  # no notebook it can read: the conversion says why
             hit, user_name = self._triggered_specs(code, "python")
             if self.prefilter and not hit and not user_name:
                 return []
-            return self.needs_parse(notebook_code(data, path) or b"", "python", path)
+            chosen = self.needs_parse(notebook_code(data, path) or b"", "python", path)
+            # A cell that does not parse, with a trigger: the conversion reports it as left.
+            return chosen or [s.load() for s in self._triggered_specs(notebook_code(data, path, "left") or b"",
+                                                                       "python")[0]]
         if not self.prefilter:
             return [s.load() for s in specs]
         hit, user_name = self._triggered_specs(data, language)

@@ -100,6 +100,7 @@ class _Notebook:
     left: list[Finding]  # the cells left as they are, and why
     nonce: str
     ready: bool = False  # the cells prepared (_prepared)
+    unread: list[_Cell] = field(default_factory=list)  # the cells left as they are
 
 
 def _json_error(text: str, pos: int, what: str) -> NotebookError:
@@ -428,6 +429,7 @@ def _prepared(nb: _Notebook, path: str) -> _Notebook:
         problem = _prepare(cell, nb.nonce, masks, path, nb.text, starts)
         if problem is not None:
             nb.left.append(problem)
+            nb.unread.append(cell)
             continue
         masks += len(cell.masks)
         cells.append(cell)
@@ -447,27 +449,31 @@ def _notebook(data: bytes, path: str) -> _Notebook:
     return nb
 
 
-def notebook_code(data: bytes, path: str = "", masked: bool = True) -> Optional[bytes]:
-    """The Python of a notebook's code cells, as the prefilter reads it (IPython lines masked; with
-    `masked=False`, the cells' text as it is, read without parsing any cell); None where `data` is no
-    notebook this converter reads (the conversion says why)."""
+def notebook_code(data: bytes, path: str = "", which: str = "python") -> Optional[bytes]:
+    """The code of a notebook's code cells, as the prefilter reads it: "python", their Python (IPython
+    lines masked; the cells that have none left out); "text", their text as it is, read without parsing
+    any cell; "left", the text of the cells left out. None where `data` is no notebook this converter
+    reads (the conversion says why)."""
     try:
         nb = _notebook(data, path)
     except SourceError:
         return None
-    if not masked:
+    if which == "text":
         return "\n".join(c.source for c in nb.cells).encode("utf-8")
-    return "".join(c.code for c in _prepared(nb, path).cells).encode("utf-8")
+    nb = _prepared(nb, path)
+    if which == "left":
+        return "\n".join(c.source for c in nb.unread).encode("utf-8")
+    return "".join(c.code for c in nb.cells).encode("utf-8")
 
 
-def _marker(nonce: str, k: int) -> str:
+def _marker(nonce: str, k: int, nl: str = "\n") -> str:
     """The lines that open cell `k` in the module: a comment; after the first cell, with a `pass` for it
     to lead (a comment belongs to the statement below it, and goes with it should a rule remove that
     statement, an import it left unused; nothing removes a `pass`). The first cell's is the module's
     header comment, where added imports go below."""
     if k == 0:
-        return f"# npu-port-cell {nonce} 0 -*- coding: utf-8 -*-\n"
-    return f"# npu-port-cell {nonce} {k}\npass  # npu-port-cell {nonce} {k}\n"
+        return f"# npu-port-cell {nonce} 0 -*- coding: utf-8 -*-{nl}"
+    return f"# npu-port-cell {nonce} {k}{nl}pass  # npu-port-cell {nonce} {k}{nl}"
 
 
 def _convert_cells(cells: Sequence[_Cell], nb: _Notebook, path: str, rule_classes: Sequence[type[PythonRule]],
@@ -476,8 +482,11 @@ def _convert_cells(cells: Sequence[_Cell], nb: _Notebook, path: str, rule_classe
     notebook's positions), or None where the module cannot be converted or split back."""
     parts: list[str] = []
     where: list[tuple[int, int]] = []  # per module line: (which of `cells`, its line in the cell; 0 for a marker)
+    # The module's line ends are its first line's (LibCST writes the lines it adds with them): the cells'.
+    first_end = re.search(r"\r?\n", "".join(c.code for c in cells))
+    nl = first_end.group() if first_end else "\n"
     for k, cell in enumerate(cells):
-        parts.append(_marker(nb.nonce, k))
+        parts.append(_marker(nb.nonce, k, nl))
         where.extend((k, 0) for _ in range(1 if k == 0 else 2))
         parts.append(cell.code)
         where.extend((k, j + 1) for j in range(len(_lines(cell.code))))
