@@ -248,3 +248,13 @@ def test_crlf_cells_get_crlf_lines():
     data = notebook(code(["import torch\r\n", "x = torch.ones(1).cuda()\r\n"]), code(["y = x.cuda()"]))
     assert sources(convert(data).output) == ["import torch\r\nimport torch_npu\r\nx = torch.ones(1).npu()\r\n",
                                              "y = x.npu()"]
+
+
+def test_a_notebook_over_max_bytes_is_refused_as_any_input(tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "train.ipynb").write_bytes(TRAIN.read_bytes())
+    result = CliRunner().invoke(cli, ["convert", str(src), "--out", str(tmp_path / "out"), "--no-cache",
+                                      "--max-bytes", "1000"])
+    assert result.exit_code == 1 and "too large" in result.output, result.output
+    assert (tmp_path / "out" / "train.ipynb").read_bytes() == TRAIN.read_bytes()  # copied unconverted
