@@ -501,12 +501,18 @@ def _block_guards(body: Sequence[cst.CSTNode]) -> list[tuple[cst.CSTNode, Guard]
       `torch.cuda.manual_seed(s)` ... `if is_npu_available: torch.npu.manual_seed(s)`)."""
     ifs = [(s, npu_guard(s)) for s in body if isinstance(s, cst.If)]
     npu_ifs = [i for i, guard in ifs if guard is not None]
-    if not npu_ifs:
+    # An NPU `if` inside a `try:` of the block (`try: import torch_npu; if torch.npu.is_available(): return
+    # NpuPlatform()  except ImportError: pass`, ROLL's mcore_adapter): the block dispatches all the same.
+    tried = [i for t in body if isinstance(t, cst.Try) and isinstance(t.body, cst.IndentedBlock)
+             for i in t.body.body if isinstance(i, cst.If) and npu_guard(i) is not None]
+    if not npu_ifs and not tried:
         return []
     out: list[tuple[cst.CSTNode, Guard]] = [(i, NPU_BRANCH) for i in npu_ifs]
     out += [(i, NPU_BRANCH) for i, guard in ifs
             if guard is None and any(_CUDA_TEST.search(code(t)) for t in chain_tests(i))]
     npu_names = set(re.findall(r"\btorch\.npu\.(\w+)", " ".join(code(i) for i in npu_ifs)))
+    if tried and not npu_ifs:
+        return out
     if not npu_names:
         return out  # a twin calls only names the NPU `if`s call on torch.npu: with none, none is rendered
     for statement in body:
