@@ -19,6 +19,10 @@ _NPU_TEST = re.compile(r"""\btorch(?:_npu\.npu|\.npu)\.(?:is_available|device_co
 _CUDA_CALL = re.compile(r"\btorch\.(?:backends\.)?cuda\.[A-Za-z_][A-Za-z_0-9.]*|\.cuda\(")
 
 
+# A class named for another vendor, built: `return CudaPlatform()` (ROLL's platform detection, renamed).
+_VENDOR_BUILD = re.compile(r"(?<![\w.])\w*(?:Cuda|CUDA|Nvidia|NVIDIA|Rocm|ROCm|ROCM)\w*Platform\w*\(")
+
+
 def _and_operands(node: cst.BooleanOperation) -> list[cst.BaseExpression]:
     """`a and b and c` in order; an `or` inside stays one operand."""
     out: list[cst.BaseExpression] = []
@@ -39,7 +43,9 @@ class HalfPortedCondition(PythonRule):
           `torch.npu.is_available() and torch.cuda.get_device_capability() >= (8, 0)`;
         - in the body of an `if` whose test is an NPU test (`torch.npu.is_available()`,
           `device.type == "npu"`, `is_npu_available()`), a call of torch.cuda (memory, streams, graphs,
-          ...) or `.cuda()`; the `else` side is CUDA's and is not judged.
+          ...) or `.cuda()`, and the building of another vendor's platform class (`CudaPlatform()`, at the
+          test: a detection renamed so that the NPU picks CUDA's platform); the `else` side is CUDA's and
+          is not judged.
         An assignment to torch.cuda (a shim that points it at torch.npu) is no call and is not reported.
 
     Why:
@@ -88,6 +94,11 @@ class HalfPortedCondition(PythonRule):
     def visit_If(self, node: cst.If) -> None:
         if self._npu_test(node.test):
             self._npu_bodies.add(id(node.body))  # the body only: `else` is the other device's
+            built = _VENDOR_BUILD.search(code(node.body))
+            if built is not None:
+                self._report(node.test, built.group().rstrip("("),
+                             "this branch is taken on the NPU (its `if` tests for it), and builds",
+                             "another vendor's platform, so the NPU is run as that vendor's device")
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._npu_branches += id(node) in self._npu_bodies
@@ -122,10 +133,10 @@ class HalfPortedCondition(PythonRule):
         if cuda is not None:
             self._report(node, cuda, "this branch is taken on the NPU (its `if` tests for it), and calls")
 
-    def _report(self, node: cst.CSTNode, cuda: str, where: str) -> None:
+    def _report(self, node: cst.CSTNode, cuda: str, where: str, what: str = "which raises on an NPU host") -> None:
         if id(node) in self._reported:
             return
         self._reported.add(id(node))
-        self.report(node, f"{where} `{cuda.rstrip('(')}`, which raises on an NPU host: a decision ported in part",
+        self.report(node, f"{where} `{cuda.rstrip('(')}`, {what}: a decision ported in part",
                     severity="error", hint="port the whole condition and branch to the NPU, or keep all of it "
                                            "for CUDA")
