@@ -245,9 +245,10 @@ def test_a_broken_cell_alone_with_cuda_is_reported():
 
 
 def test_crlf_cells_get_crlf_lines():
-    data = notebook(code(["import torch\r\n", "x = torch.ones(1).cuda()\r\n"]), code(["y = x.cuda()"]))
+    data = notebook(code(["import torch\r\n", "x = torch.ones(1).cuda()\r\n"]), code(["y = x.cuda()"]),
+                    code(["!nvidia-smi\r\n", "%time z = y.cuda()\r\n", "print(z)"]))
     assert sources(convert(data).output) == ["import torch\r\nimport torch_npu\r\nx = torch.ones(1).npu()\r\n",
-                                             "y = x.npu()"]
+                                             "y = x.npu()", "!nvidia-smi\r\n%time z = y.npu()\r\nprint(z)"]
 
 
 def test_a_notebook_over_max_bytes_is_refused_as_any_input(tmp_path):

@@ -516,7 +516,7 @@ def _convert_cells(cells: Sequence[_Cell], nb: _Notebook, path: str, rule_classe
     for cell, lines in zip(cells, new_code):
         restored = 0
         for i, line in enumerate(lines):
-            m = mask.search(line.rstrip("\n"))
+            m = mask.search(line.rstrip("\r\n"))
             if m is not None and int(m.group(1)) in cell.masks:
                 k = int(m.group(1))
                 lines[i] = _unmask(line, nb.nonce, k, cell.masks[k])
