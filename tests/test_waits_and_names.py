@@ -168,3 +168,14 @@ def test_a_link_named_on_the_command_line_is_converted_or_refused(tmp_path):
     in_place = npu_port("convert", "link.py", "--in-place", "--force", cwd=tmp_path)
     assert in_place.returncode == 0, in_place.stderr
     assert (tmp_path / "link.py").is_symlink() and ".npu()" in (tmp_path / "real.py").read_text()
+
+
+def test_a_summary_keeps_its_lines_and_escapes_the_names_in_it(tmp_path):
+    (tmp_path / "repo").mkdir()
+    for name in NASTY:
+        (tmp_path / "repo" / name).write_text(SOURCE)
+    proc = npu_port("convert", "repo", "--diff", "--summary", "s.md", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    summary = (tmp_path / "s.md").read_text(encoding="utf-8")
+    assert summary.startswith("# npu-port convert\n\n") and summary.count("\n") > 5
+    assert not any(c in summary for c in "\x1b\x07\x9b") and "\nerror: forged" not in summary

@@ -80,16 +80,21 @@ def _escaped(match: re.Match) -> str:
     return repr(match.group())[1:-1]  # \n, \t, \x1b: as Python writes them
 
 
-def printable(text: str) -> str:
-    """`text` as it can be printed and stored: the bytes of a file name that is not UTF-8 (which Python
-    holds as surrogates) shown as \\xff, and control characters escaped (\\x1b, \\n), so reports, diffs
-    and summaries always encode and never drive a terminal or forge a line."""
+def encodable(text: str) -> str:
+    """`text` as it can be stored as UTF-8: the bytes of a file name that is not UTF-8 (which Python holds as
+    surrogates) shown as \\xff; for whole documents (a summary), whose lines stay lines."""
     try:
         raw = text.encode("utf-8", "surrogateescape")
     except UnicodeEncodeError:  # a lone surrogate of another kind
-        shown = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    else:
-        shown = raw.decode("utf-8", "backslashreplace")
+        return text.encode("utf-8", "backslashreplace").decode("utf-8")
+    return raw.decode("utf-8", "backslashreplace")
+
+
+def printable(text: str) -> str:
+    """A name (a path, a file name) as it can be printed and stored: `encodable`, and its control characters
+    escaped (\\x1b, \\n), so reports, diffs and summaries always encode and never drive a terminal or
+    forge a line."""
+    shown = encodable(text)
     return _CONTROL.sub(_escaped, shown) if _CONTROL.search(shown) else shown
 
 

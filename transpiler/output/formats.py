@@ -16,7 +16,7 @@ from urllib.parse import quote
 
 from npu_port.transpiler import __version__
 from npu_port.transpiler.core.exit_codes import ExitCode
-from npu_port.transpiler.core.files import printable
+from npu_port.transpiler.core.files import encodable
 from npu_port.transpiler.core.registry import rule_specs
 from npu_port.transpiler.core.report import CheckReport, Edit, FileOutcome, Finding, findings_to_json
 from npu_port.transpiler.output.console import Styled, escape
@@ -361,7 +361,7 @@ def write_summary(path: Path, outcomes: list[FileOutcome], *, title: str, dry_ru
         text = render_html(outcomes, title=title, dry_run=dry_run)
     else:
         text = render_markdown(outcomes, title=title, dry_run=dry_run)
-    path.write_text(printable(text), encoding="utf-8")
+    path.write_text(encodable(text), encoding="utf-8")
 
 
 def summary_path_ok(path: Optional[Path]) -> bool:
