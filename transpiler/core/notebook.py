@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import ast
 import bisect
-import difflib
 import hashlib
 import json
 import re
@@ -553,6 +552,8 @@ def _new_value(value: _SourceValue, text: str, new: str, encode) -> str:
     """The JSON text of a `source` value holding `new`, in the form and layout of the old one."""
     if not value.is_list:
         return encode(new)
+    import difflib  # only where a cell changed (a one-file convert imports it for --diff alone)
+
     old_tokens = [text[e.start:e.end] for e in value.elements]
     old = [json.loads(t) for t in old_tokens]
     lines = new.splitlines(True)  # as nbformat splits a cell
