@@ -70,7 +70,8 @@ class HalfPortedCondition(PythonRule):
 
     @classmethod
     def scout(cls, facts, options) -> bool:
-        return facts.has_word("npu", "torch_npu", "is_npu")
+        # An NPU test: torch.npu / torch_npu / is_npu* in the code, or an "npu" value compared with.
+        return facts.has_word("npu", "torch_npu", "is_npu") or facts.any_string(lambda s: s.split(":")[0] == "npu")
 
     def __init__(self, ctx):
         super().__init__(ctx)

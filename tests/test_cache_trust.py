@@ -68,7 +68,7 @@ def test_a_cache_planted_in_the_repository_or_the_current_folder_is_neither_read
         proc = convert(src, "--out", out, cwd=cwd)
         assert proc.returncode == 0, proc.stderr
         assert not any(b"os.system" in p.read_bytes() for p in out.rglob("*.py"))
-        assert all(b".npu()" in p.read_bytes() for p in out.rglob("*.py"))
+        assert all(b'.to("npu")' in p.read_bytes() for p in out.rglob("*.py"))
     assert {p: _snapshot(p) for p in before} == before  # not written either
     assert list(user_cache_dir().glob("*/??/*"))  # the run's own cache is the user's
 
