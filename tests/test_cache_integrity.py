@@ -279,7 +279,7 @@ def test_a_file_name_that_is_not_utf8_goes_through_the_cache_and_the_summary(tmp
         assert proc.returncode == 0, err
         assert "Traceback" not in err and "warning" not in err
         converted = tmp_path / f"out-{run}" / os.fsdecode(b"bad\xff.py")
-        assert converted.read_bytes() == b"x = y.npu()\n"
+        assert converted.read_bytes() == b"x = y.to(\"npu\")\n"
         shown = (tmp_path / summary).read_text(encoding="utf-8")
         assert "repo/bad\\xff.py" in shown and "repo/good.py" in shown
     cache = Path(os.environ["XDG_CACHE_HOME"]) / "npu-port"
