@@ -31,7 +31,7 @@ from npu_port.transpiler.core.files import (
     read_head,
 )
 
-SOURCE_LANGUAGES = ("python", "shell", "yaml", "cuda")
+SOURCE_LANGUAGES = ("python", "shell", "yaml", "cuda", "notebook", "manifest")
 
 
 def same_file(a: Path, b: Path) -> bool:
