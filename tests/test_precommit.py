@@ -58,7 +58,7 @@ def test_hook_definitions():
     assert {h["id"] for h in HOOKS} == {"npu-port-check", "npu-port-convert"}
     for hook in HOOKS:
         assert hook["entry"].startswith("npu-port ") and hook["language"] == "python"
-        assert set(hook["types_or"]) == {"python", "shell", "yaml"}
+        assert set(hook["types_or"]) == {"python", "shell", "yaml", "jupyter"}
 
 
 def _local_config(repo: Path) -> None:
