@@ -179,3 +179,10 @@ def test_a_summary_keeps_its_lines_and_escapes_the_names_in_it(tmp_path):
     summary = (tmp_path / "s.md").read_text(encoding="utf-8")
     assert summary.startswith("# npu-port convert\n\n") and summary.count("\n") > 5
     assert not any(c in summary for c in "\x1b\x07\x9b") and "\nerror: forged" not in summary
+
+
+@pytest.mark.skipif(not Path("/dev/null").exists(), reason="no /dev/null")
+def test_generate_writes_to_a_stream_output(tmp_path):
+    proc = npu_port("generate", "verl-train", "--algorithm", "grpo", "-o", "/dev/null", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert "already exist" not in proc.stderr

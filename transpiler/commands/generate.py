@@ -150,7 +150,9 @@ def _make_command(schema: Schema) -> click.Command:
         companion_paths = {output.parent / name: text for name, text in companions.items()} if output else {}
         targets = [p for p in (output, config_path, requirements_out, *companion_paths)
                    if p is not None and str(p) != "-"]
-        existing = [str(p) for p in targets if p.exists()]
+        # A stream named as an output (-o /dev/null, /dev/stdout, a FIFO with a reader) is written to, not
+        # replaced: nothing there to overwrite.
+        existing = [str(p) for p in targets if p.exists() and not _is_stream(p)]
         if existing and not force:
             raise click.UsageError(f"{', '.join(existing)} already exist(s); use --force to overwrite")
         if out_dir is not None:
@@ -261,3 +263,12 @@ class _KindGroup(click.Group):
 @click.group(cls=_KindGroup)
 def generate() -> None:
     """Generate an Ascend NPU training script, inference adapter or pipeline (KIND --help for options)."""
+
+
+def _is_stream(path) -> bool:
+    from npu_port.transpiler.core.files import NotReplaceable, is_stream_output
+
+    try:
+        return is_stream_output(path)
+    except NotReplaceable:
+        return False
