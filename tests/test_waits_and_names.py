@@ -186,3 +186,12 @@ def test_generate_writes_to_a_stream_output(tmp_path):
     proc = npu_port("generate", "verl-train", "--algorithm", "grpo", "-o", "/dev/null", cwd=tmp_path)
     assert proc.returncode == 0, proc.stderr
     assert "already exist" not in proc.stderr
+
+
+def test_weave_in_place_on_a_link_weaves_the_file_it_leads_to(tmp_path):
+    real = tmp_path / "real.py"
+    real.write_text((Path(__file__).resolve().parent.parent / "fixtures" / "weave" / "ddp_train.input.py").read_text())
+    (tmp_path / "link.py").symlink_to("real.py")
+    proc = npu_port("weave", "link.py", "--adapter", "vllm", "--in-place", cwd=tmp_path)
+    assert proc.returncode == 0, proc.stderr
+    assert (tmp_path / "link.py").is_symlink() and "vllm" in real.read_text()

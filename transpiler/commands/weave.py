@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -138,8 +139,8 @@ def weave_command(script: Path, adapter: str, output: Optional[Path], in_place: 
         raise click.UsageError(f"{', '.join(clobbered)} already exist(s) with other content; use --force to "
                                "overwrite")
     if in_place:
-        if result.changed:
-            write_data(script, data)
+        if result.changed:  # a link named as the script: the file it leads to is woven, the link stays
+            write_data(Path(os.path.realpath(script)) if script.is_symlink() else script, data)
     elif output:
         _write_unless_same(output, data)
     else:
