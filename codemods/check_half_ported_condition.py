@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.analysis.dispatch import code
+from npu_port.transpiler.analysis.dispatch import code, npu_framework_file
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.core.rules import PythonRule
 
@@ -16,6 +16,7 @@ from npu_port.transpiler.core.rules import PythonRule
 _NPU_TEST = re.compile(r"""\btorch(?:_npu\.npu|\.npu)\.(?:is_available|device_count)\b|["']npu(?::\d+)?["']"""
                        r"""|\bis_npu\w*|\.is_npu\b""")
 # A call CUDA alone answers: torch.cuda's functions and torch.backends.cuda's, `.cuda(`.
+_CUDA_CALL_OR_BUILD = re.compile(r"\btorch\.(?:backends\.)?cuda\.\w|\.cuda\s*\(|Platform\w*\s*\(")
 _CUDA_CALL = re.compile(r"\btorch\.(?:backends\.)?cuda\.[A-Za-z_][A-Za-z_0-9.]*|\.cuda\(")
 
 
@@ -70,8 +71,12 @@ class HalfPortedCondition(PythonRule):
 
     @classmethod
     def scout(cls, facts, options) -> bool:
-        # An NPU test: torch.npu / torch_npu / is_npu* in the code, or an "npu" value compared with.
-        return facts.has_word("npu", "torch_npu", "is_npu") or facts.any_string(lambda s: s.split(":")[0] == "npu")
+        # An NPU test (torch.npu / torch_npu / is_npu* in the code, or an "npu" value) and a CUDA call or a
+        # platform built, outside the modules of an NPU framework (vllm_ascend, mindspeed: NPU code already,
+        # whose torch.cuda is patched on purpose).
+        if not (facts.has_word("npu", "torch_npu", "is_npu") or facts.any_string(lambda s: s.split(":")[0] == "npu")):
+            return False
+        return facts.search_code(_CUDA_CALL_OR_BUILD) and not npu_framework_file(facts.path, facts.code)
 
     def __init__(self, ctx):
         super().__init__(ctx)

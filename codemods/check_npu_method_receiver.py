@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from npu_port.transpiler.analysis.dispatch import npu_framework_file
 from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables.mapping import load_table
 
@@ -39,6 +40,12 @@ class NpuMethodReceiver(PythonRule):
     SAFETY = "report-only"
     GROUP = "check"
     TRIGGERS = (".npu(",)
+
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        # A listed class's package named in the code (tensordict), outside NPU frameworks' own modules.
+        packages = {p.split(".", 1)[0] for p in load_table(options.target, "cuda_method_receivers")["to_device"]}
+        return facts.has_word(*packages) and not npu_framework_file(facts.path, facts.code)
 
     def __init__(self, ctx):
         super().__init__(ctx)

@@ -6,6 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
+from npu_port.transpiler.analysis.project_modules import project_defines
 from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables import api_facts, verl_keys
 
@@ -84,6 +85,15 @@ class VerlCallSignature(PythonRule):
     TRIGGERS = ("verl",)
 
     _facts: Optional[tuple[str, Optional[api_facts.ApiSnapshot]]] = None
+
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        # Code that calls VERL: it imports verl. A file of a VERL tree itself (VERL, a fork) calls its own
+        # functions with its own signatures, whatever release it is closest to: not judged (and never parsed
+        # for it, which on verl's own tree cost check as much as all the other rules together).
+        if not facts.has_word("verl"):
+            return False
+        return project_defines(facts.path, "verl", ()) is None if facts.path else True
 
     def _release(self) -> tuple[str, Optional[api_facts.ApiSnapshot]]:
         if self._facts is None:

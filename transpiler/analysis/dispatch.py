@@ -82,6 +82,11 @@ _NVIDIA_STACK_IMPORT = re.compile(r"^[ \t]*(?:import|from)[ \t]+(cupy|nixl\w*|te
 # is a file that picks the NPU at run time.
 _NPU_FRAMEWORK_IMPORT = re.compile(r"^(?:import|from)[ \t]+(vllm_ascend|mindspeed\w*)\b", re.M)
 _NPU_FRAMEWORK_PATH = re.compile(r"(?:^|/)(\w+_ascend)/")
+def npu_framework_file(path: str, code: str) -> bool:
+    """A module of an NPU framework (vllm_ascend, mindspeed*): NPU code already, by its path or imports."""
+    return bool(_NPU_FRAMEWORK_PATH.search(path.replace("\\", "/")) or _NPU_FRAMEWORK_IMPORT.search(code))
+
+
 _NVIDIA_STACK_PATH = re.compile(r"(?:^|[/_.-])(nccl|nixl|trtllm|tensorrt)(?:[/_.-]|$)", re.I)
 
 
