@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import libcst as cst
 
+from npu_port.codemods.tensor_cuda_method import RETURN_SELF, lacks_npu_class
 from npu_port.transpiler.analysis.dispatch import npu_framework_file
 from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables.mapping import load_table
-
-# Methods that return an object of the same class: `TensorDict(...).cpu()` is a TensorDict still.
-_RETURN_SELF = frozenset({"cuda", "cpu", "to", "clone", "contiguous", "detach"})
 
 
 class NpuMethodReceiver(PythonRule):
@@ -56,7 +54,7 @@ class NpuMethodReceiver(PythonRule):
 
     def _is_listed(self, node: cst.BaseExpression) -> bool:
         name = self.ctx.resolve(node) or ""
-        return any(name == p or (p.endswith(".*") and name.startswith(p[:-1])) for p in self._classes)
+        return lacks_npu_class(name, self._classes)
 
     def _declared_attributes(self, module: cst.Module) -> list[tuple[str, cst.BaseExpression]]:
         """(attribute, annotation) of what the classes of this file annotate (`batch: TensorDict`); read
@@ -87,7 +85,7 @@ class NpuMethodReceiver(PythonRule):
             return self._attribute_lacks_npu(node.attr.value)
         if not isinstance(node, cst.Call):
             return False
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value in _RETURN_SELF:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in RETURN_SELF:  # TensorDict(...).cpu(): one still
             return self._lacks_npu(node.func.value)
         return self._is_listed(node.func)
 

@@ -12,7 +12,13 @@ from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
 from npu_port.transpiler.tables.mapping import load_table
 
 # Methods that return an object of the same class: `TensorDict(...).to("cpu")` is a TensorDict still.
-_RETURN_SELF = frozenset({"cuda", "cpu", "to", "clone", "contiguous", "detach"})
+RETURN_SELF = frozenset({"cuda", "cpu", "to", "clone", "contiguous", "detach"})
+
+
+def lacks_npu_class(name: str, listed) -> bool:
+    """Whether the qualified `name` is one of the classes (or builders) of cuda_method_receivers.yaml,
+    whose objects have `.cuda()` but no `.npu()`; a listed `pkg.*` covers every name under pkg."""
+    return any(name == p or (p.endswith(".*") and name.startswith(p[:-1])) for p in listed)
 
 
 # Names that hold a device index (`x.cuda(local_rank)`), not a device string or object.
@@ -160,10 +166,10 @@ class TensorCudaMethod(PythonRule):
             return node.value in self._built[-1]
         if not isinstance(node, cst.Call):
             return False
-        if isinstance(node.func, cst.Attribute) and node.func.attr.value in _RETURN_SELF:
+        if isinstance(node.func, cst.Attribute) and node.func.attr.value in RETURN_SELF:
             return self._builds_no_npu_object(node.func.value)  # TensorDict(...).cpu().cuda()
         name = self.ctx.resolve(node.func) or ""
-        return any(name == p or (p.endswith(".*") and name.startswith(p[:-1])) for p in self._to_device)
+        return lacks_npu_class(name, self._to_device)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._built.append(set())
