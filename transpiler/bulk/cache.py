@@ -34,9 +34,11 @@ import time
 from collections.abc import Sequence
 from functools import cache
 from pathlib import Path
+from types import ModuleType
 from typing import Any, Optional
 
 from npu_port.transpiler import __version__
+from npu_port.transpiler.analysis.project_modules import digest_of_read
 from npu_port.transpiler.core.files import NotReplaceable, atomic_write, is_within
 from npu_port.transpiler.core.report import FINDING_KINDS, SEVERITIES, STATUSES, FileOutcome, Finding, OutcomeLanguage
 from npu_port.transpiler.core.rule_catalog import RuleLike, as_spec
@@ -204,6 +206,13 @@ def _digest_files(paths: Sequence[Path]) -> str:
     return h.hexdigest()
 
 
+def _package_folder(pkg: ModuleType) -> Path:
+    """The folder of a regular package, the one its __init__.py is in (npu_port's packages all have one)."""
+    if pkg.__file__ is None:
+        raise RuntimeError(f"{pkg.__name__} is a namespace package: its code cannot be digested")
+    return Path(pkg.__file__).parent
+
+
 @cache
 def _package_digest() -> str:
     """The engine's and the rules' code and data: an edit to either invalidates every entry."""
@@ -211,10 +220,10 @@ def _package_digest() -> str:
 
     code: list[Path] = []
     for pkg in (transpiler, codemods):
-        root = Path(pkg.__file__).parent
+        root = _package_folder(pkg)
         code += [p.relative_to(root.parent) for p in root.rglob("*")
                  if p.suffix in (".py", ".yaml", ".yml", ".json", ".j2") and "__pycache__" not in p.parts]
-    here = Path(codemods.__file__).parent.parent
+    here = _package_folder(codemods).parent
     return _digest_files([here / p for p in code])
 
 
@@ -239,8 +248,9 @@ def fingerprint(settings: Settings, rules: Sequence[RuleLike]) -> str:
     modules = []
     for spec in specs:
         module = sys.modules.get(spec.module) if not spec.module.startswith("npu_port.") else None
-        if module is not None and getattr(module, "__file__", None):
-            modules.append(Path(module.__file__))
+        file = getattr(module, "__file__", None) if module is not None else None
+        if file:
+            modules.append(Path(file))
     fields = {k: v for k, v in dataclasses.asdict(settings).items() if k not in _IRRELEVANT_SETTINGS}
     doc = {
         "format": _FORMAT,
@@ -442,6 +452,11 @@ class Cache:
             found = self._verified(raw, fingerprint, rel, language, digest, display) if raw is not None else None
         except (ValueError, KeyError, TypeError, RecursionError):
             found = None
+        if found is not None and found[2]:
+            # The result depends on other files of the project (analysis/project_modules.recording_reads):
+            # valid only while each still reads as it did. A changed one is an ordinary miss, not damage.
+            if any(digest_of_read(p) != d for p, d in found[2]):
+                return None
         if found is None:
             self._damaged.add(path)
             try:  # so that a file whose result is not cached again (a timeout) is not reported every run
@@ -450,10 +465,10 @@ class Cache:
                 pass
             return None
         self.hits += 1
-        return found
+        return found[0], found[1]
 
     def _verified(self, raw: bytes, fingerprint: str, rel: str, language: OutcomeLanguage, digest: str,
-                  display: str) -> Optional[tuple[FileOutcome, Optional[bytes]]]:
+                  display: str) -> Optional[tuple[FileOutcome, Optional[bytes], list[tuple[str, str]]]]:
         head, newline, body = raw.partition(b"\n")
         if not newline:
             return None
@@ -470,12 +485,17 @@ class Cache:
         if not (status in STATUSES and isinstance(error, str) and isinstance(changed, bool)
                 and changed == (status == "converted") and (changed or not body) and isinstance(findings, list)):
             return None
+        reads = doc.get("reads", [])
+        if not (isinstance(reads, list) and all(isinstance(r, list) and len(r) == 2 and all(isinstance(x, str) for x in r)
+                                                for r in reads)):
+            return None
         outcome = FileOutcome(display, status, [_finding(display, f) for f in findings], error, language)
-        return outcome, body if changed else None
+        return outcome, body if changed else None, [(p, d) for p, d in reads]
 
     def put(self, fingerprint: str, rel: str, language: OutcomeLanguage, digest: str, outcome: FileOutcome,
-            output: Optional[bytes]) -> None:
-        """Write (or overwrite) the entry for these exact bytes of `rel`."""
+            output: Optional[bytes], reads: Sequence[tuple[str, str]] = ()) -> None:
+        """Write (or overwrite) the entry for these exact bytes of `rel`; `reads`: the other files the result
+        depends on, (path, digest), checked before the entry is used again."""
         if not self._made:
             self._prepare()
         payload = output or b""
@@ -483,7 +503,7 @@ class Cache:
             "format": _FORMAT, "fingerprint": fingerprint, "rel": rel, "language": language, "digest": digest,
             "status": outcome.status, "error": outcome.error, "changed": output is not None,
             "findings": [list(dataclasses.astuple(f)[1:]) for f in outcome.findings],
-            "length": len(payload),
+            "length": len(payload), "reads": [list(r) for r in reads],
         }
         doc["checksum"] = _checksum(self._secret, doc, payload)
         data = json.dumps(doc, sort_keys=True).encode() + b"\n" + payload

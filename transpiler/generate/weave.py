@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Optional, Union
+from typing import Any, Optional, TypeVar, Union
 
 import libcst as cst
 
@@ -30,6 +30,10 @@ from npu_port.transpiler.generate import handoff_checks
 from npu_port.transpiler.generate.contexts import version_set, weight_handoff
 from npu_port.transpiler.generate.render import python_literal, render_partial, schemas
 from npu_port.transpiler.generate.schema import is_identifier
+
+# A statement of a module's or a block's body (what `Module.body` holds): both kinds carry leading_lines.
+_Stmt = Union[cst.SimpleStatementLine, cst.BaseCompoundStatement]
+_StmtT = TypeVar("_StmtT", cst.SimpleStatementLine, cst.BaseCompoundStatement, _Stmt)
 
 ADAPTERS = {"vllm": "vllm-infer"}
 MARKER = "# npu-port: woven vllm adapter"
@@ -166,7 +170,7 @@ def _weave_module(module: cst.Module, source: str, adapter: str, options: Option
         guard_at = next((i for i, st in enumerate(body)
                          if isinstance(st, cst.SimpleStatementLine) and _rewire(st, entry_name)[1]), None)
     rewired = 0
-    new_body: list[cst.BaseStatement] = []
+    new_body: list[_Stmt] = []
     for i, stmt in enumerate(body):
         if i == insert_at:
             new_body.extend(_with_marker(new_imports + adapter_body, header))
@@ -347,7 +351,7 @@ def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
     return found
 
 
-def _after_imports(body: list[cst.BaseStatement]) -> int:
+def _after_imports(body: Sequence[cst.BaseStatement]) -> int:
     """Index after the last top-level import that comes before the first def, class or main block."""
     last = -1
     for i, stmt in enumerate(body):
@@ -368,7 +372,7 @@ def _after_imports(body: list[cst.BaseStatement]) -> int:
 
 
 def _contains_import(stmt: cst.CSTNode) -> bool:
-    found = []
+    found: list[Union[cst.Import, cst.ImportFrom]] = []
 
     class Finder(cst.CSTVisitor):
         def visit_Import(self, n: cst.Import) -> None:
@@ -381,10 +385,10 @@ def _contains_import(stmt: cst.CSTNode) -> bool:
     return bool(found)
 
 
-def _missing_imports(statements: list[cst.BaseStatement], existing: Mapping[str, str]
-                     ) -> tuple[list[cst.BaseStatement], list[str]]:
+def _missing_imports(statements: list[_Stmt], existing: Mapping[str, str]) -> tuple[list[_Stmt], list[str]]:
     """The adapter's import statements minus what the script already imports; a clash is an error."""
-    out, added = [], []
+    out: list[_Stmt] = []
+    added: list[str] = []
     module = cst.Module(body=[])
     for stmt in statements:
         assert isinstance(stmt, cst.SimpleStatementLine)
@@ -410,10 +414,10 @@ def _missing_imports(statements: list[cst.BaseStatement], existing: Mapping[str,
     return out, added
 
 
-def _merged_imports(statements: list[cst.BaseStatement]) -> list[cst.BaseStatement]:
+def _merged_imports(statements: list[_Stmt]) -> list[_Stmt]:
     """The adapter's and the agent's import lines as one list: a module imported twice once, and the names
     of two `from M import ...` of the same module in the first of them."""
-    out: list[cst.BaseStatement] = []
+    out: list[_Stmt] = []
     seen: set[str] = set()
     from_at: dict[str, int] = {}
     module = cst.Module(body=[])
@@ -450,12 +454,12 @@ def _aliases(small: cst.BaseSmallStatement) -> list[cst.ImportAlias]:
 
 # --- building -------------------------------------------------------------------------------------------
 
-def _parse_statements(code: str) -> list[cst.BaseStatement]:
+def _parse_statements(code: str) -> list[_Stmt]:
     # A leading `pass` keeps the snippet's first comments on its first statement instead of the module header.
     return list(cst.parse_module("pass\n" + code).body[1:])
 
 
-def _spaced(stmt: cst.BaseStatement, blank: int = 2) -> cst.BaseStatement:
+def _spaced(stmt: _StmtT, blank: int = 2) -> _StmtT:
     """PEP 8 spacing before a statement that now follows inserted code (only blank lines are added)."""
     lines = list(stmt.leading_lines)
     leading_blank = next((i for i, line in enumerate(lines) if line.comment is not None), len(lines))
@@ -463,7 +467,7 @@ def _spaced(stmt: cst.BaseStatement, blank: int = 2) -> cst.BaseStatement:
         return stmt
     return stmt.with_changes(leading_lines=[cst.EmptyLine()] * (blank - leading_blank) + lines)
 
-def _with_marker(statements: list[cst.BaseStatement], header: Sequence[str] = ()) -> list[cst.BaseStatement]:
+def _with_marker(statements: list[_Stmt], header: Sequence[str] = ()) -> list[_Stmt]:
     if not statements:
         return statements
     first = statements[0]
@@ -475,7 +479,7 @@ def _with_marker(statements: list[cst.BaseStatement], header: Sequence[str] = ()
     return [first.with_changes(leading_lines=lines + body_lines), *statements[1:]]
 
 
-def _pipeline_entry(entry: str, handoff_dir: Optional[str]) -> list[cst.BaseStatement]:
+def _pipeline_entry(entry: str, handoff_dir: Optional[str]) -> list[_Stmt]:
     probe = schemas()["pipeline"].options["probe_prompt"].default
     code = f'''# Set by {PIPELINE_ENTRY}(); training code can use it to query the policy while it trains.
 INFERENCE_ADAPTER: Optional[BaseAgentAdapter] = None
@@ -510,11 +514,11 @@ def {PIPELINE_ENTRY}(*args: Any, **kwargs: Any) -> Any:
     return [_spaced(stmts[0]), *stmts[1:]]
 
 
-def _rewire(stmt: Union[cst.BaseStatement, cst.BaseSmallStatement], entry: str) -> tuple[cst.BaseStatement, int]:
+def _rewire(stmt: _StmtT, entry: str) -> tuple[_StmtT, int]:
     """Point calls of `entry` (outside nested defs) at run_pipeline."""
 
     class Rewire(cst.CSTTransformer):
-        count = 0
+        count: int = 0
 
         def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
             return False
@@ -529,5 +533,6 @@ def _rewire(stmt: Union[cst.BaseStatement, cst.BaseSmallStatement], entry: str) 
             return updated
 
     transformer = Rewire()
-    new = stmt.visit(transformer)
+    # Only calls change: the statement stays a statement of its own kind.
+    new = cst.ensure_type(stmt.visit(transformer), type(stmt))
     return new, transformer.count
