@@ -6,8 +6,9 @@ One spelling per file, chosen the way its maintainers would:
   `is_npu_available`), as verl's maintainers port their code;
 - a file that imports vLLM: its device type from `vllm.platforms.current_platform.device_type` (vLLM picks
   the platform plugin, vllm-ascend's answers "npu");
-- otherwise PyTorch's device-agnostic API (`torch.accelerator`, `torch.get_device_module()`) where the
-  oldest torch the project accepts has it (RunOptions.torch_version, else the project's own pin);
+- otherwise PyTorch's device-agnostic API (`torch.accelerator`) where the oldest torch the project accepts
+  has it (RunOptions.torch_version: --torch-version, else the project's pins, else the oldest torch-npu
+  release; None, for an API caller, the newest), and the device module as an explicit choice;
 - otherwise, and for names that differ between the two stacks (`CUDAGraph` / `NPUGraph`), an explicit
   choice: `<npu form> if hasattr(torch, "npu") else <cuda form>` (torch_npu adds `torch.npu` on import).
 
@@ -139,8 +140,8 @@ class DeviceAgnostic:
         """The accelerator's torch module (torch.cuda or torch.npu) at run time."""
         if self._verl:
             return cst.Call(self._verl_name("torch_device"))
-        if self.has("get_device_module"):
-            return self._torch_expr("torch.get_device_module()")
+        # Not torch.get_device_module(): on a host without an accelerator it returns torch.cpu, which has
+        # no manual_seed_all, empty_cache, ... (device_agnostic.yaml): the input's no-op would raise there.
         return self.choose(self._torch_expr("torch.npu"), self._torch_expr("torch.cuda"))
 
     def backend(self) -> cst.BaseExpression:
@@ -148,6 +149,18 @@ class DeviceAgnostic:
         if self._verl:
             return cst.Call(self._verl_name("backend"))
         return self.choose(cst.SimpleString('"hccl"'), cst.SimpleString('"nccl"'))
+
+    def too_new(self, cuda_name: str) -> bool:
+        """Every form portable_torch.yaml gives the name (torch.accelerator's, torch's, the device module's)
+        is newer than the torch the output must run on (ExternalStream: torch.npu has it from 2.10): the
+        line is kept for CUDA rather than written in a form that torch (or its torch-npu) lacks."""
+        entry = self._portable.get(cuda_name)
+        if entry is None or entry.get("note") == "graph":
+            return False
+        forms = [f for f in (entry, entry.get("older")) if f and any(k in f for k in ("accelerator", "torch", "device_module"))]
+        # An entry with torch.accelerator's form alone (synchronize, set_device, current_device, device_count,
+        # is_available, set_stream) falls back to the device module: torch.npu has those in every release.
+        return any("device_module" in f for f in forms) and all(self._torch < _release(f["since"]) for f in forms)
 
     def torch_form(self, cuda_name: str, *, keywords: bool = False) -> Optional[cst.BaseExpression]:
         """The device-agnostic spelling of `torch.cuda.<cuda_name>` (a dotted name under torch.cuda) from

@@ -10,6 +10,9 @@ from npu_port.codemods._string_positions import StringPositionRule
 from npu_port.transpiler.core.rules import CUDA_WORD
 
 _CUDA_DEVICE = re.compile(r"^cuda(?=$|:)")
+# Calls that return the current accelerator's index: a device string formatted with one is a device.
+_DEVICE_INDEX = frozenset({"torch.cuda.current_device", "torch.npu.current_device",
+                           "torch.accelerator.current_device_index"})
 
 
 def npu_device_text(text: str) -> Optional[str]:
@@ -85,6 +88,26 @@ class DeviceString(StringPositionRule):
         func = node.func
         if isinstance(func, cst.Attribute) and func.attr.value == "to" and node.args and node.args[0].keyword is None:
             self._takes_device.add(id(node.args[0].value))
+
+        # `"cuda:{}".format(torch.cuda.current_device())`: a string formatted with the current device's
+        # index names that device wherever it goes (the index is ported, so the text must be too).
+        if isinstance(func, cst.Attribute) and func.attr.value == "format" and isinstance(func.value, cst.SimpleString) \
+                and any(self._device_index(a.value) for a in node.args):
+            self._mark([func.value], node)
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        super().visit_BinaryOperation(node)
+        if isinstance(node.operator, cst.Modulo) and isinstance(node.left, cst.SimpleString):
+            values = [e.value for e in node.right.elements] if isinstance(node.right, cst.Tuple) else [node.right]
+            if any(self._device_index(v) for v in values):
+                self._mark([node.left], node)
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        if any(isinstance(p, cst.FormattedStringExpression) and self._device_index(p.expression) for p in node.parts):
+            self._mark([node], node)
+
+    def _device_index(self, value: cst.BaseExpression) -> bool:
+        return isinstance(value, cst.Call) and self.ctx.resolve(value.func) in _DEVICE_INDEX
 
     def visit_IfExp(self, node: cst.IfExp) -> None:
         # `"cuda" if torch.cuda.is_available() else "cpu"`: the test has asked already.

@@ -42,11 +42,14 @@ class TorchCudaApi(PythonRule):
     With --keep-cuda:
         torch.cuda.synchronize()          ->  torch.accelerator.synchronize()
         torch.cuda.set_device(rank)       ->  torch.accelerator.set_device_index(rank)
-        torch.cuda.max_memory_allocated() ->  torch.accelerator.max_memory_allocated()
-        torch.cuda.get_device_name()      ->  torch.get_device_module().get_device_name()
+        torch.cuda.max_memory_allocated() ->  torch.accelerator.max_memory_allocated()   (torch 2.13+)
+        torch.cuda.manual_seed_all(s)     ->  (torch.npu if hasattr(torch, "npu") else torch.cuda).manual_seed_all(s)
         g = torch.cuda.CUDAGraph()        ->  g = (torch.npu.NPUGraph if hasattr(torch, "npu") else torch.cuda.CUDAGraph)()
         (torch.accelerator where the torch the output must run on has the function and the call passes no
-        keyword; verl files: get_torch_device(); imports of torch.cuda names go once nothing uses them)
+        keyword, not current_stream, whose .cuda_stream vLLM reads; else the device module, not
+        torch.get_device_module(), which is torch.cpu on a host without an accelerator; a name whose
+        forms are all newer than that torch is kept for CUDA; verl files: get_torch_device(); imports of
+        torch.cuda names go once nothing uses them)
 
     Fix safety:
         safe: every emitted name exists in torch-npu 2.14 (a test checks the table against the API
@@ -334,6 +337,8 @@ class TorchCudaApi(PythonRule):
                 found = attributes(found, [p for p in rest.split(".") if p])
         if found is not None:
             return found
+        if agnostic.too_new((name + rest).lstrip(".")) or (rest and agnostic.too_new(name)):
+            return None  # none of its forms exists at the torch the output must run on: kept for CUDA
         if row.status == "same":
             module = parenthesized(agnostic.device_module())
             return attributes(module, [p for p in (name + rest).split(".") if p])

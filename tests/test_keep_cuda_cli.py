@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from click.testing import CliRunner
 
+from npu_port.transpiler.analysis.project_pins import lowest_torch
 from npu_port.transpiler.cli import cli
-from npu_port.transpiler.tables.project_pins import lowest_torch
 
 SCRIPT = "import torch\n\ntorch.cuda.synchronize()\nx = torch.zeros(2).cuda()\n"
 
@@ -16,12 +16,20 @@ def _convert(tmp_path, *args):
 
 
 def test_keep_cuda_writes_device_agnostic_code_and_says_for_which_torch(tmp_path):
+    (tmp_path / "pyproject.toml").write_text('[project]\ndependencies = ["torch>=2.6"]\n', encoding="utf-8")
     result = _convert(tmp_path, "--keep-cuda", "--isolated")
     assert result.exit_code == 0, result.output
     assert "torch.accelerator.synchronize()" in result.stdout
     assert "x = torch.zeros(2).to(torch.accelerator.current_accelerator())" in result.stdout
     assert "torch.npu" not in result.stdout and "try:\n    import torch_npu" in result.stdout
-    assert "--keep-cuda: the output must run on torch 2.14 (no torch pin found near the inputs)" in result.stderr
+    assert "--keep-cuda: the output must run on torch 2.6 (pyproject.toml:2 accepts it)" in result.stderr
+
+
+def test_without_a_pin_the_output_runs_on_the_oldest_torch_npu_release(tmp_path):
+    (tmp_path / ".git").mkdir()
+    result = _convert(tmp_path, "--keep-cuda", "--isolated")
+    assert '(torch.npu if hasattr(torch, "npu") else torch.cuda).synchronize()' in result.stdout
+    assert "torch 2.1 (no torch, vllm or verl pin found near the inputs" in result.stderr
 
 
 def test_an_older_torch_pin_gets_the_explicit_form(tmp_path):
@@ -77,7 +85,7 @@ def test_verl_helpers_only_where_the_projects_verl_has_them(tmp_path):
     assert "device=get_device_id()" in new.stdout and "from verl.utils.device import get_device_id" in new.stdout
     (tmp_path / "requirements.txt").write_text("verl==0.4.1\n", encoding="utf-8")
     old = CliRunner().invoke(cli, ["convert", str(tmp_path / "train.py"), "--keep-cuda", "--isolated"])
-    assert "verl.utils" not in old.stdout and "torch.accelerator.current_accelerator().type" in old.stdout
+    assert "verl.utils" not in old.stdout and 'device="npu" if hasattr(torch, "npu") else "cuda"' in old.stdout
 
 
 def test_the_projects_verl_pin_decides_which_npu_settings_a_launcher_gets(tmp_path):

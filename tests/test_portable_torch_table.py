@@ -89,9 +89,8 @@ def holds(form: str, name: str, cuda_name: str, minor: str) -> bool:
     if form == "torch":
         return bool(torch["top_level"].get(name))
     if form == "device_module":
-        get_device_module = torch["get_device_module"]
-        if not (get_device_module and get_device_module.get("no_argument_is_current_accelerator")):
-            return False
+        # Spelled `(torch.npu if hasattr(torch, "npu") else torch.cuda).NAME` (codemods/_device_agnostic.py:
+        # torch.get_device_module() returns torch.cpu on a host without an accelerator): torch.npu must have it.
         return npu is None or npu_has(minor, name)
     raise AssertionError(form)
 

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Optional, cast
 
 import click
 
+from npu_port.transpiler.analysis.project_pins import lowest_pin
 from npu_port.transpiler.bulk.cache import Cache, CacheRefused
 from npu_port.transpiler.bulk.configured import discover_files, mirror_empty_folders, run_configured
 from npu_port.transpiler.bulk.runner import RunConfig, SourceFile
@@ -48,7 +49,6 @@ from npu_port.transpiler.output.console import escape
 from npu_port.transpiler.output.output_files import input_clash, same_file, why_unwritable, write_by_rename
 from npu_port.transpiler.output.progress import reporter_for
 from npu_port.transpiler.output.render import print_findings, print_summary, stderr_console, unified_diff
-from npu_port.transpiler.tables.project_pins import lowest_pin
 
 if TYPE_CHECKING:
     from npu_port.transpiler.bulk.git_copy import GitCopies

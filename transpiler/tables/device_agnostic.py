@@ -8,8 +8,8 @@ from functools import cache
 from pathlib import Path
 from typing import Optional
 
+from npu_port.transpiler.analysis.project_pins import lowest_torch
 from npu_port.transpiler.tables.mapping import load_table
-from npu_port.transpiler.tables.project_pins import lowest_torch
 
 
 def release(version: str) -> tuple[int, ...]:
@@ -28,18 +28,23 @@ def portable_forms(target: str) -> dict:
 
 
 def torch_for_output(target: str, chosen: Optional[str], paths: Iterable[Path]) -> tuple[str, str]:
-    """(the oldest torch the output must run on, a sentence saying why and what that means): `chosen`
-    (--torch-version / torch-version) wins, then the project's own pin, then the newest known release."""
+    """(the oldest torch the output must run on, one sentence saying which, why and what that means):
+    `chosen` (--torch-version / torch-version) wins, then the lowest torch the project accepts (its torch or
+    torch-npu pins, or the torch a pinned vLLM / VERL release requires: analysis/project_pins.py), then the
+    oldest torch a snapshotted torch-npu release pairs with."""
     data = facts(target)
     accelerator = data["torch"]["since"]["current_accelerator"]
     if chosen:
         version, why = chosen, f"torch {chosen} (as asked)"
     else:
-        pin = lowest_torch(paths)
+        pin = lowest_torch(paths, data.get("implied_torch") or {})
         minor = ".".join(pin.version.split(".")[:2]) if pin else ""
-        version, why = (minor, f"torch {minor} ({pin.where} accepts it)") if pin \
-            else (data["torch"]["newest"], f"torch {data['torch']['newest']} (no torch pin found near the inputs)")
+        oldest = data["torch"]["oldest"]
+        version, why = (minor, f"torch {minor} ({pin.where})" if " requires torch " in pin.where
+                        else f"torch {minor} ({pin.where} accepts it)") if pin \
+            else (oldest, f"torch {oldest} (no torch, vllm or verl pin found near the inputs: the oldest torch "
+                          "a torch-npu release of the snapshot pairs with)")
     if release(version) >= release(accelerator):
-        return version, f"--keep-cuda: the output must run on {why}: torch.accelerator and torch.get_device_module()"
+        return version, f"--keep-cuda: the output must run on {why}: torch.accelerator where it has the function"
     return version, (f"--keep-cuda: the output must run on {why}, older than torch {accelerator} (torch.accelerator): "
                      "the explicit form `... if hasattr(torch, \"npu\") else ...` is written instead")

@@ -1,0 +1,1 @@
+"""A VERL fork from before verl.utils.device: its utils hold no device helpers."""
