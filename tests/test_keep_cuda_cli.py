@@ -98,3 +98,18 @@ def test_the_projects_verl_pin_decides_which_npu_settings_a_launcher_gets(tmp_pa
         assert result.exit_code == 0, result.output
         runs[pin] = result.stdout
     assert "trainer.device=npu" in runs["0.6.1"] and "trainer.device=npu" not in runs["0.9.1"]
+
+
+def test_the_report_says_which_torch_and_why(tmp_path):
+    import json
+
+    (tmp_path / "requirements.txt").write_text("vllm>=0.7.3\n", encoding="utf-8")
+    result = _convert(tmp_path, "--keep-cuda", "--isolated", "--diff", "--report", str(tmp_path / "r.json"))
+    assert result.exit_code == 0, result.output
+    summary = json.loads((tmp_path / "r.json").read_text(encoding="utf-8"))["summary"]
+    assert summary["keep_cuda_torch"] == {
+        "torch": "2.5", "why": "--keep-cuda: the output must run on torch 2.5 (requirements.txt:1 accepts vllm 0.7.3, "
+                               "which requires torch 2.5), older than torch 2.6 (torch.accelerator): the explicit "
+                               "form `... if hasattr(torch, \"npu\") else ...` is written instead"}
+    plain = _convert(tmp_path, "--isolated", "--diff", "--report", str(tmp_path / "d.json"))
+    assert plain.exit_code == 0 and "keep_cuda_torch" not in json.loads((tmp_path / "d.json").read_text())["summary"]

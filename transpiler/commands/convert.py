@@ -117,7 +117,7 @@ def convert(ctx, paths, target, select, ignore, extras, keep_cuda, torch_version
     config = resolve_config(ctx, config_paths, config_file, isolated)
     settings = dataclasses.replace(config.settings(jobs=jobs), max_bytes=max_bytes)
     console = stderr_console()
-    settings = _project_settings(settings, config, config_paths, console, quiet)
+    settings, torch_note = _project_settings(settings, config, config_paths, console, quiet)
     started = time.perf_counter()
     interrupted = False
     dry_run = check or show_diff
@@ -179,6 +179,8 @@ def convert(ctx, paths, target, select, ignore, extras, keep_cuda, torch_version
         from npu_port.transpiler.output.formats import convert_summary
 
         summary = convert_summary(outcomes, target=settings.target, dry_run=dry_run, exit_code=int(code))
+        if torch_note:  # --keep-cuda: the torch the output was written for, and why (the run's first line)
+            summary["keep_cuda_torch"] = {"torch": settings.torch_version, "why": torch_note}
         text = findings_to_json(outcomes, **summary)
         _write_file("--report", report_path, lambda p: p.write_text(text, encoding="utf-8"))
     if summary_path:
@@ -222,21 +224,23 @@ def _excluded(console, quiet: bool, name: str, echo: Optional[Path] = None) -> N
         _pass_through(echo)
 
 
-def _project_settings(settings: Settings, config: ProjectConfig, paths, console, quiet: bool) -> Settings:
+def _project_settings(settings: Settings, config: ProjectConfig, paths, console,
+                      quiet: bool) -> tuple[Settings, str]:
     """What the project's own pins say the output must run on: the oldest VERL it accepts (`verl-version`,
     else its pin: NPU settings are added only where that release has the key, verl's device helpers
-    written only where it has them), and with --keep-cuda the oldest torch (said on stderr)."""
+    written only where it has them), and with --keep-cuda the oldest torch (said on stderr, and returned
+    as the sentence that says it for --report; "" without --keep-cuda)."""
     verl = config["verl-version"] or getattr(lowest_pin(paths, ("verl",)), "version", None)
     if verl:
         settings = dataclasses.replace(settings, options_extra=(*settings.options_extra, ("verl_version", (verl,))))
     if not settings.keep_cuda:
-        return settings
+        return settings, ""
     from npu_port.transpiler.tables.device_agnostic import torch_for_output
 
     version, why = torch_for_output(settings.target, settings.torch_version, paths)
     if not quiet:
         console.print(escape(why), highlight=False)
-    return dataclasses.replace(settings, torch_version=version)
+    return dataclasses.replace(settings, torch_version=version), why
 
 
 def check_output_folder(paths, out: Path, force: bool, to_folder: bool) -> None:
