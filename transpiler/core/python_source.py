@@ -15,7 +15,7 @@ from npu_port.transpiler.analysis.dispatch import GUARD_TYPES, MARKING_TYPES, Gu
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.analysis.patchers import PATCHER_ENDS, is_patcher, names_torch_cuda
 from npu_port.transpiler.core import trusted_parse
-from npu_port.transpiler.core.cst_walk import transform
+from npu_port.transpiler.core.cst_walk import TRIVIA, transform
 from npu_port.transpiler.core.files import NUL_BYTES, decode_problem, parsed_tree
 from npu_port.transpiler.core.report import Finding
 from npu_port.transpiler.core.rules import PythonContext, PythonRule, RunOptions
@@ -85,6 +85,12 @@ class _Dispatcher(cst.CSTTransformer):
                     self._visits[attr[6:]].append(getattr(rule, attr))
                 elif attr.startswith("leave_"):
                     self._leaves[attr[6:]].append(getattr(rule, attr))
+        # The walk leaves out the tokens and layout (cst_walk.TRIVIA: two thirds of a file's nodes) unless a
+        # rule hooks one of them: nothing of the walk's own concerns applies to them (no scope, statement,
+        # patch, guard or decision is one), a guard or a statement above one covers it, and its position,
+        # should a rule ask, comes from the whole module's code generation (analysis/locations).
+        hooked = {name for name in (*self._visits, *self._leaves)}
+        self.skip = frozenset() if any(t.__name__ in hooked for t in TRIVIA) else TRIVIA
         # What the walk does at a node of each type, worked out at its first node: the walk meets
         # half a million nodes on verl, and one dict lookup by type replaces a set test per concern
         # below and a lookup of the rules' hooks by the type's name.
@@ -288,7 +294,8 @@ def convert_python(data: bytes, path: str, rule_classes: Sequence[type[PythonRul
     ctx = PythonContext(path, data.decode(module.encoding, errors="replace"), module, options, tree)
     rules = [cls(ctx) for cls in rule_classes]
     try:
-        updated = cast(cst.Module, transform(module, _Dispatcher(rules, ctx)))  # a module stays a module
+        dispatcher = _Dispatcher(rules, ctx)
+        updated = cast(cst.Module, transform(module, dispatcher, dispatcher.skip))  # a module stays a module
         for rule in rules:
             updated = rule.finalize(module, updated)
         ctx.resolve_pending()
