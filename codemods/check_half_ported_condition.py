@@ -9,6 +9,7 @@ import libcst as cst
 
 from npu_port.transpiler.analysis.dispatch import code, npu_framework_file
 from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.analysis.literals import string_value
 from npu_port.transpiler.core.rules import PythonRule
 
 # A test that is true on the NPU: torch.npu's availability or count asked, a device compared with "npu", an
@@ -18,6 +19,18 @@ _NPU_TEST = re.compile(r"""\btorch(?:_npu\.npu|\.npu)\.(?:is_available|device_co
 # A call CUDA alone answers: torch.cuda's functions and torch.backends.cuda's, `.cuda(`.
 _CUDA_CALL_OR_BUILD = re.compile(r"\btorch\.(?:backends\.)?cuda\.\w|\.cuda\s*\(|Platform\w*\s*\(")
 _CUDA_CALL = re.compile(r"\btorch\.(?:backends\.)?cuda\.[A-Za-z_][A-Za-z_0-9.]*|\.cuda\(")
+
+
+# A CUDA test (the converse of _NPU_TEST): torch.cuda's availability, a device compared with "cuda", `.is_cuda`.
+_CUDA_TEST = re.compile(r"""\btorch\.cuda\.(?:is_available|device_count)\b|==\s*["']cuda(?::\d+)?["']|\.is_cuda\b""")
+# The values one device's arm of a decision gives: its device name or its collective backend.
+_CUDA_VALUES = frozenset({"cuda", "nccl"})
+_NPU_VALUES = frozenset({"npu", "hccl"})
+
+
+def _device_value(node: cst.BaseExpression, values: frozenset[str]) -> Optional[str]:
+    value = string_value(node)
+    return value if value is not None and value.split(":")[0] in values else None
 
 
 # A class named for another vendor, built: `return CudaPlatform()` (ROLL's platform detection, renamed).
@@ -46,8 +59,13 @@ class HalfPortedCondition(PythonRule):
           `device.type == "npu"`, `is_npu_available()`), a call of torch.cuda (memory, streams, graphs,
           ...) or `.cuda()`, and the building of another vendor's platform class (`CudaPlatform()`, at the
           test: a detection renamed so that the NPU picks CUDA's platform); the `else` side is CUDA's and
-          is not judged.
-        An assignment to torch.cuda (a shim that points it at torch.npu) is no call and is not reported.
+          is not judged;
+        - in the same body, a CUDA value given (`accelerator_type = "cuda"`, `return "nccl"`): the test was
+          ported, its arm was not;
+        - a conditional whose arms are swapped: `"nccl" if device.type == "npu" else "hccl"`,
+          `"hccl" if torch.cuda.is_available() else "nccl"`.
+        A name the module binds to an NPU test alone (`_IS_CUDA = torch.npu.is_available()`) is an NPU test
+        where it is used. An assignment to torch.cuda (a shim that points it at torch.npu) is no call and is not reported.
 
     Why:
         These are the marks of a decision ported in part: the test now picks the NPU, the code it guards
@@ -58,6 +76,8 @@ class HalfPortedCondition(PythonRule):
         if torch.npu.is_available() and torch.cuda.get_device_capability() >= (8, 0):   # error
         if device.type == "npu":
             torch.cuda.empty_cache()                                                      # error
+        elif torch.npu.is_available():
+            accelerator_type = "cuda"                                                     # error
 
     Fix safety:
         Report-only: port the whole condition and its branch (an NPU test of the same meaning, the NPU
@@ -76,13 +96,16 @@ class HalfPortedCondition(PythonRule):
         # whose torch.cuda is patched on purpose).
         if not (facts.has_word("npu", "torch_npu", "is_npu") or facts.any_string(lambda s: s.split(":")[0] == "npu")):
             return False
-        return facts.search_code(_CUDA_CALL_OR_BUILD) and not npu_framework_file(facts.path, facts.code)
+        if npu_framework_file(facts.path, facts.code):
+            return False
+        return facts.search_code(_CUDA_CALL_OR_BUILD) or facts.any_string(lambda s: s.split(":")[0] in _CUDA_VALUES)
 
     def __init__(self, ctx):
         super().__init__(ctx)
         self._npu_branches = 0  # depth of `if` bodies taken on the NPU
         self._npu_bodies: set[int] = set()  # ids of those bodies
         self._reported: set[int] = set()  # the chain's operands are met again as inner chains
+        self._npu_names = _names_bound_to_npu_tests(ctx.module)  # `_IS_CUDA = torch.npu.is_available()`
 
     def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
         if not isinstance(node.operator, cst.And):
@@ -95,7 +118,7 @@ class HalfPortedCondition(PythonRule):
                 if found is not None:
                     self._report(operand, found.group(), "this condition tests for the NPU, then calls")
                     return
-            tested = tested or _NPU_TEST.search(text) is not None
+            tested = tested or self._tests_npu(text)
 
     def visit_If(self, node: cst.If) -> None:
         if self._npu_test(node.test):
@@ -121,11 +144,47 @@ class HalfPortedCondition(PythonRule):
         self._npu_branches -= id(original) in self._npu_bodies
         return updated
 
-    @staticmethod
-    def _npu_test(test: cst.BaseExpression) -> bool:
+    def _tests_npu(self, text: str) -> bool:
+        return _NPU_TEST.search(text) is not None or any(re.search(rf"(?<![\w.]){re.escape(n)}\b", text)
+                                                          for n in self._npu_names)
+
+    def _npu_test(self, test: cst.BaseExpression) -> bool:
         text = code(test)
-        return _NPU_TEST.search(text) is not None and _CUDA_CALL.search(text) is None and " or " not in text \
-            and not text.lstrip().startswith("not ")
+        return self._tests_npu(text) and _CUDA_CALL.search(text) is None and " or " not in text \
+            and not text.lstrip().startswith("not ") and "!=" not in text and _CUDA_TEST.search(text) is None
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        if self._npu_branches:
+            self._gives_cuda_value(node.value, node)
+
+    def visit_Return(self, node: cst.Return) -> None:
+        if self._npu_branches and node.value is not None:
+            self._gives_cuda_value(node.value, node)
+
+    def _gives_cuda_value(self, value: cst.BaseExpression, node: cst.CSTNode) -> None:
+        found = _device_value(value, _CUDA_VALUES)
+        if found is not None and id(node) not in self._reported:
+            self._reported.add(id(node))
+            self.report(node, f'this branch is taken on the NPU (its `if` tests for it), and gives "{found}": '
+                              "the test was ported and its arm was not (or the other way round)", severity="error",
+                        hint="give the NPU's value (\"npu\" / \"hccl\") in the NPU's arm, or restore the CUDA test")
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        test = code(node.test)
+        negated = test.lstrip().startswith("not ") or "!=" in test or " or " in test
+        if negated:
+            return
+        on_npu = self._tests_npu(test) and _CUDA_TEST.search(test) is None
+        on_cuda = _CUDA_TEST.search(test) is not None and not self._tests_npu(test)
+        body, orelse = (_NPU_VALUES, _CUDA_VALUES) if on_cuda else (_CUDA_VALUES, _NPU_VALUES) if on_npu else ((), ())
+        if not body:
+            return
+        given, other = _device_value(node.body, frozenset(body)), _device_value(node.orelse, frozenset(orelse))
+        if given is not None and other is not None:
+            device = "CUDA" if on_cuda else "the NPU"
+            self.report(node, f'this conditional gives "{given}" when it finds {device}, and "{other}" otherwise: '
+                              "its arms are swapped", severity="error",
+                        hint="swap the two values, or restore the test the arms were written for")
 
     def visit_Call(self, node: cst.Call) -> None:
         if not self._npu_branches or self.ctx.is_patched(node):
@@ -143,6 +202,21 @@ class HalfPortedCondition(PythonRule):
         if id(node) in self._reported:
             return
         self._reported.add(id(node))
+        if cuda.endswith((".is_available", ".device_count", ".is_initialized")):
+            what = "which answers no on an NPU host, so this never holds there"
         self.report(node, f"{where} `{cuda.rstrip('(')}`, {what}: a decision ported in part",
                     severity="error", hint="port the whole condition and branch to the NPU, or keep all of it "
                                            "for CUDA")
+
+
+def _names_bound_to_npu_tests(module: cst.Module) -> frozenset[str]:
+    """Names a top-level statement of the module binds to an NPU test alone (`_IS_CUDA = torch.npu.is_available()`)."""
+    found = set()
+    for statement in module.body:
+        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
+                text = code(small.value)
+                if _NPU_TEST.search(text) and not _CUDA_TEST.search(text) and not _CUDA_CALL.search(text) \
+                        and " or " not in text and not text.lstrip().startswith("not ") and "!=" not in text:
+                    found.add(small.targets[0].target.value)
+    return frozenset(found)

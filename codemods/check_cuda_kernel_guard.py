@@ -1,0 +1,130 @@
+"""`cuda-kernel-guard`: a guard in front of a CUDA-only kernel that was made to let NPU tensors in."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+from npu_port.codemods.unsupported_cuda_libs import match_library
+from npu_port.transpiler.analysis.dispatch import code
+from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.core.rules import PythonRule
+
+# A test that admits an NPU tensor: `.is_npu`, `device.type == "npu"` (as convert writes them from `.is_cuda`
+# and `== "cuda"`); the negated forms guard a raise: `x.device.type != "npu"`, `not x.is_npu`.
+_ADMITS_NPU = re.compile(r"""\.is_npu\b|==\s*["']npu(?::\d+)?["']""")
+_REFUSES_NON_NPU = re.compile(r"""!=\s*["']npu["']|^\s*not\s+[\w.\[\]()]+\.is_npu\s*$""")
+# A message that still demands CUDA (and says nothing of the NPU): the guard was renamed, its reason was not.
+_SAYS_CUDA = re.compile(r"\bCUDA\b|\bcuda\b(?!:)")
+_SAYS_NPU = re.compile(r"(?i)\b(?:npu|ascend)\b")
+# Triton kernels compile for the NPU with triton-ascend; its rows are no proof that a file is CUDA-only.
+_PORTABLE_KERNEL_TOPS = frozenset({"triton"})
+
+
+def cuda_only_kernel_import(target: str, module: str) -> Optional[str]:
+    """What unsupported-cuda-libs knows `module` to be, where it is a CUDA-only kernel library (CuTe, CUTLASS,
+    cuda.bindings, CuPy, a `*_cuda` extension; not Triton, which triton-ascend compiles, nor a host-side
+    info row), else None."""
+    row = match_library(target, module)
+    if row is None or row.severity == "info" or module.split(".", 1)[0] in _PORTABLE_KERNEL_TOPS:
+        return None
+    return row.what
+
+
+class CudaKernelGuard(PythonRule):
+    """Reports a device guard of a CUDA-only kernel that now lets NPU tensors through.
+
+    What it does:
+        Reports as errors:
+        - `assert x.is_npu` (or `x.device.type == "npu"`) whose message still says the tensor must be on
+          CUDA, or that stands in a module which imports a CUDA-only kernel library at its top level (the
+          libraries of unsupported-cuda-libs: CuTe/CUTLASS, cuda.bindings, CuPy, PyCUDA, a `*_cuda`
+          extension; Triton is not one, triton-ascend compiles it);
+        - `if x.device.type != "npu": raise ...("... requires CUDA ...")`, the same guard as an `if`.
+
+    Why:
+        `assert x.is_cuda` is the last line before a kernel that runs on CUDA alone; convert leaves it (with
+        an info). Renamed to `is_npu`, the clear error becomes a crash or a hang inside the CUDA launch on the
+        NPU host, and on a CUDA host the kernel now refuses the tensors it was written for.
+
+    Example:
+        import cutlass.cute as cute
+        assert x.is_npu, "Tensors must be on CUDA device"      # error
+        should read:
+        assert x.is_cuda, "Tensors must be on CUDA device"     (and an NPU path beside the kernel)
+
+    Fix safety:
+        Report-only: restore the CUDA guard, and give the NPU its own path (torch / torch_npu ops) in front
+        of it.
+    """
+
+    ID = "cuda-kernel-guard"
+    SAFETY = "report-only"
+    GROUP = "check"
+    TRIGGERS = ("is_npu", "npu")
+
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        # An `assert` or a `raise` beside an NPU test in the code: `.is_npu`, or an "npu" value compared.
+        if not facts.has_word("assert", "raise"):
+            return False
+        return facts.has_word("is_npu") or facts.any_string(lambda s: s.split(":")[0] == "npu")
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._kernel_library: Optional[str] = None
+        for statement in ctx.module.body:  # top-level imports only: a guarded or local one may be optional
+            for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
+                for module in _imported_modules(small):
+                    what = cuda_only_kernel_import(ctx.target, module)
+                    if what is not None and self._kernel_library is None:
+                        self._kernel_library = f"`{module}` ({what})"
+
+    def _why(self, message: Optional[cst.BaseExpression]) -> Optional[str]:
+        text = code(message) if message is not None else ""
+        if _SAYS_CUDA.search(text) and not _SAYS_NPU.search(text):
+            return "its message still demands CUDA"
+        if self._kernel_library is not None:
+            return f"this module runs a CUDA-only kernel library, {self._kernel_library}"
+        return None
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        test = code(node.test)
+        if _ADMITS_NPU.search(test) is None or _SAYS_NPU.search(code(node.msg) if node.msg else ""):
+            return
+        why = self._why(node.msg)
+        if why is not None:
+            self.report(node, f"this assert now lets NPU tensors into a CUDA-only kernel ({why}): a guard renamed "
+                              "for the NPU", severity="error",
+                        hint="restore `.is_cuda` / \"cuda\" here and give the NPU a path of its own before the kernel")
+
+    def visit_If(self, node: cst.If) -> None:
+        if _REFUSES_NON_NPU.search(code(node.test)) is None or not isinstance(node.body, cst.IndentedBlock):
+            return
+        body = node.body.body
+        if len(body) != 1 or not isinstance(body[0], cst.SimpleStatementLine) or len(body[0].body) != 1:
+            return
+        raised = body[0].body[0]
+        if not isinstance(raised, cst.Raise) or raised.exc is None:
+            return
+        message = raised.exc.args[0].value if isinstance(raised.exc, cst.Call) and raised.exc.args else None
+        why = self._why(message)
+        if why is not None:
+            self.report(node.test, f"this guard now lets NPU tensors into a CUDA-only kernel ({why}): a guard "
+                                   "renamed for the NPU", severity="error",
+                        hint="restore the CUDA test here and give the NPU a path of its own before the kernel")
+
+
+def _imported_modules(small: cst.BaseSmallStatement) -> list[str]:
+    if isinstance(small, cst.Import):
+        return [name for alias in small.names if (name := dotted_name(alias.name))]
+    if isinstance(small, cst.ImportFrom) and not small.relative and small.module is not None:
+        module = dotted_name(small.module)
+        if module is None:
+            return []
+        if isinstance(small.names, cst.ImportStar):
+            return [module]
+        return [module, *(f"{module}.{name}" for alias in small.names if (name := dotted_name(alias.name)))]
+    return []
