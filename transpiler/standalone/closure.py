@@ -48,7 +48,8 @@ class Closure:
         self.executed: list[str] = []
         self.targets: dict[int, tuple[Target, int]] = {}  # id(Ref) -> (target, attributes used)
         self.sym_refs: dict[Sym, list[Ref]] = {}
-        self.problems: list[tuple[Problem, str, cst.CSTNode]] = []  # (problem, module, node at fault)
+        # (problem, module, node at fault: None where the source has no node for it)
+        self.problems: list[tuple[Problem, str, Optional[cst.CSTNode]]] = []
         self.builtins_used: set[str] = set()
         self.public_stars: set[StmtKey] = set()
         self.stores: dict[StmtKey, list[Ref]] = {}  # statement -> its stores into another module's global
@@ -72,7 +73,7 @@ class Closure:
             self.included.add(key)
             self._queue.append(key)
 
-    def _problem(self, module: str, node: cst.CSTNode, line: int, col: int, construct: str, reason: str,
+    def _problem(self, module: str, node: Optional[cst.CSTNode], line: int, col: int, construct: str, reason: str,
                  hint: str = "") -> None:
         info = self.info(module)
         self.problems.append((Problem(info.path, line, col, construct, reason, hint), module, node))
@@ -113,8 +114,8 @@ class Closure:
             st = info.statements[index]
             others |= {info.positions[n].start.line for n in st.binding_nodes if n.value == imp.local}
             others |= {i.line for i in st.imports if i.local == imp.local and i is not imp and not i.function_level}
-        others = sorted(others - {imp.line})
-        where = f" (line {', '.join(map(str, others))})" if others else ""
+        lines = sorted(others - {imp.line})
+        where = f" (line {', '.join(map(str, lines))})" if lines else ""
         self._problem(module, imp.node, imp.line, imp.col, _import_text(imp),
                       f"binds {imp.local!r} to the module {target.module}, and {imp.local!r} is bound another "
                       f"way too{where}: a name that may hold a stripped module object cannot be inlined",
@@ -204,7 +205,7 @@ class Closure:
         if imp.type_checking:
             return
         self._execute(imp.module, module, imp)
-        if imp.kind == "attr" and self.project.imports_submodule(imp.module, imp.attr):
+        if imp.kind == "attr" and self.project.imports_submodule(imp.module, imp.imported_name):
             self._execute(f"{imp.module}.{imp.attr}", module, imp)
 
     def _execute(self, name: str, importer: str, imp: ProjectImport) -> None:
@@ -238,7 +239,7 @@ class Closure:
     def _effect(self, module: str, info: ModuleInfo, st: Statement):
         """None (no effect kept), "external", or the set of project state the statement changes."""
         if st.kind == "assign":
-            value = st.node.body[0].value  # type: ignore[attr-defined]
+            value = st.assigned_value
             if value is None or st.literal_value or quiet_code(value):
                 return None
             return "external"  # `SEED = seed_everything(0)`: the call runs with its module, read or not
@@ -249,8 +250,7 @@ class Closure:
                 return "external"  # registers itself through its base class: kept with its module
             if not st.decorator_ids:
                 return None
-            touched = self._reach(module, [r for r in st.refs if id(r.node) in st.decorator_ids])
-            return touched or None
+            return self._reach(module, [r for r in st.refs if id(r.node) in st.decorator_ids]) or None
         if isinstance(st.node, cst.If) and (code_of(st.node.test).strip().split(".")[-1] == "TYPE_CHECKING"):
             return None
         touched: set[Sym] = set()
@@ -340,7 +340,8 @@ class Closure:
             st = info.statements[index]
             if st.kind == "other" or (st.kind == "assign" and not st.literal_value):
                 return True
-            if st.kind == "def" and st.node.name.value != sym.name:
+            if st.kind == "def" and isinstance(st.node, (cst.FunctionDef, cst.ClassDef)) \
+                    and st.node.name.value != sym.name:
                 return True  # assigned through `global` inside a function
         return False
 
@@ -368,7 +369,7 @@ class Closure:
                 for imp in st.imports:
                     if not imp.function_level and not imp.type_checking:
                         visit(imp.module)
-                        if imp.kind == "attr" and self.project.imports_submodule(imp.module, imp.attr):
+                        if imp.kind == "attr" and self.project.imports_submodule(imp.module, imp.imported_name):
                             visit(f"{imp.module}.{imp.attr}")
                 order[(name, st.index)] = len(order)
 

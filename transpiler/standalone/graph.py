@@ -9,13 +9,15 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Optional, TypeGuard, Union
 
 import libcst as cst
 from libcst.metadata import (
+    Assignment,
     BuiltinScope,
+    CodeRange,
     GlobalScope,
     ImportAssignment,
     MetadataWrapper,
@@ -34,6 +36,10 @@ MODULE_DUNDERS = frozenset({
     "__name__", "__file__", "__doc__", "__package__", "__spec__", "__loader__", "__path__", "__builtins__",
     "__annotations__", "__dict__", "__cached__",
 })
+
+
+# A statement of a module's body (what `Module.body` holds).
+BodyStatement = Union[cst.SimpleStatementLine, cst.BaseCompoundStatement]
 
 
 def code_of(node: cst.CSTNode) -> str:
@@ -58,6 +64,13 @@ class ProjectImport:
     @property
     def target(self) -> tuple:
         return (self.kind, self.module, self.attr)
+
+    @property
+    def imported_name(self) -> str:
+        """The name a kind "attr" import takes from its module (`b` of `from a import b`)."""
+        if self.attr is None:
+            raise ValueError(f"a {self.kind!r} import takes no name from {self.module}")
+        return self.attr
 
 
 @dataclass
@@ -88,20 +101,28 @@ class Ref:
 @dataclass
 class Statement:
     index: int
-    node: cst.BaseStatement
+    node: BodyStatement
     line: int
     binds: set[str] = field(default_factory=set)  # global names bound here, other than by project imports
     refs: list[Ref] = field(default_factory=list)
     imports: list[ProjectImport] = field(default_factory=list)  # stripped-package imports anywhere inside
     public_import: bool = False  # a plain top-level import of a non-stripped module
     kind: str = "other"  # "import", "def", "assign", "docstring", "future", "main-guard", "other"
-    binding_nodes: list[cst.CSTNode] = field(default_factory=list)  # Name nodes binding a global name
+    binding_nodes: list[cst.Name] = field(default_factory=list)  # Name nodes binding a global name
     decorator_ids: frozenset[int] = frozenset()  # ids of nodes inside this def/class's decorators
     dynamic_imports: list[tuple[int, int, str]] = field(default_factory=list)
     literal_value: bool = False  # an assignment whose value is a literal constant (not mutable state)
     # Global names a public import binds here (`import random`, `from os import environ`, also in a try):
     # objects outside the project, so a call or store on them is an effect, never project state.
     import_binds: set[str] = field(default_factory=set)
+
+    @property
+    def assigned_value(self) -> Optional[cst.BaseExpression]:
+        """The value of a kind "assign" statement (`x = v`, `x: T = v`; None for a bare `x: T`)."""
+        small = self.node.body[0] if isinstance(self.node, cst.SimpleStatementLine) else None
+        if not isinstance(small, (cst.Assign, cst.AnnAssign)):
+            raise ValueError(f"statement {self.index} is a {self.kind!r} statement, not an assignment")
+        return small.value
 
 
 @dataclass
@@ -120,8 +141,8 @@ class ModuleInfo:
     # `from m import _counter` holds its own snapshot, not the live value.
     rebound: frozenset[str]
     future_annotations: bool
-    positions: dict
-    parents: dict
+    positions: Mapping[cst.CSTNode, CodeRange]
+    parents: dict[cst.CSTNode, cst.CSTNode]
     nodes_of_stmt: list[set[int]]
 
     def binds(self, name: str) -> bool:
@@ -203,12 +224,19 @@ def _static_all(tree: ast.Module) -> tuple[Optional[tuple[str, ...]], bool]:
                 value = ast.List([value])
         if value is None:
             continue
-        if isinstance(value, (ast.List, ast.Tuple)) and all(
-                isinstance(e, ast.Constant) and isinstance(e.value, str) for e in value.elts):
-            names.extend(e.value for e in value.elts)
-        else:
+        strings = _string_literals(value)
+        if strings is None:
             return None, True
+        names.extend(strings)
     return (tuple(names) if seen else None), seen
+
+
+def _string_literals(node: ast.expr) -> Optional[list[str]]:
+    """The strings of a list or tuple display made of string literals only, else None."""
+    if not isinstance(node, (ast.List, ast.Tuple)):
+        return None
+    strings = [e.value for e in node.elts if isinstance(e, ast.Constant) and isinstance(e.value, str)]
+    return strings if len(strings) == len(node.elts) else None
 
 
 def _is_docstring(stmt: cst.CSTNode) -> bool:
@@ -223,7 +251,7 @@ def _is_future(stmt: cst.CSTNode) -> bool:
         for s in stmt.body)
 
 
-def _import_kind(stmt: cst.CSTNode) -> bool:
+def _import_kind(stmt: cst.CSTNode) -> TypeGuard[cst.SimpleStatementLine]:
     return isinstance(stmt, cst.SimpleStatementLine) and all(
         isinstance(s, (cst.Import, cst.ImportFrom)) for s in stmt.body)
 
@@ -244,9 +272,9 @@ class ModuleAnalyzer:
         # ParentNodeProvider costs more than the walk itself (it inspects every visitor method per module).
         wrapper = MetadataWrapper(cst.parse_module(self.source), unsafe_skip_copy=True)
         module = wrapper.module
-        meta = wrapper.resolve_many([BindingScopeProvider, PositionProvider])
-        scopes = meta[BindingScopeProvider]
-        self.positions = meta[PositionProvider]
+        wrapper.resolve_many([BindingScopeProvider, PositionProvider])  # one pass for both
+        scopes = wrapper.resolve(BindingScopeProvider)  # resolved above: read back, typed
+        self.positions = wrapper.resolve(PositionProvider)
         walk = _Walk()
         module.visit(walk)
         self.parents = walk.parents
@@ -262,7 +290,7 @@ class ModuleAnalyzer:
         local_bindings: dict[str, list[int]] = {}
         alias_bindings: dict[str, list[ProjectImport]] = {}
         rebound: set[str] = set()
-        star_imports = []
+        star_imports: list[tuple[int, Optional[ProjectImport], str]] = []
         for st in stmts:
             for imp in st.imports:
                 if imp.function_level:
@@ -275,11 +303,12 @@ class ModuleAnalyzer:
                 for small in st.node.body:
                     if isinstance(small, cst.ImportFrom) and isinstance(small.names, cst.ImportStar) \
                             and id(small) not in self.project_imports:
-                        star_imports.append((st.index, None, dotted_name(small.module) or ""))
+                        module_name = dotted_name(small.module) if small.module is not None else None
+                        star_imports.append((st.index, None, module_name or ""))
         if global_scope is not None:
             for assignment in global_scope.assignments:
-                if "." in assignment.name:
-                    continue
+                if "." in assignment.name or not isinstance(assignment, Assignment):
+                    continue  # (a global scope holds Assignments only: builtins live in theirs)
                 node = assignment.node
                 if id(node) in self.project_imports:
                     continue  # recorded as an alias binding
@@ -369,7 +398,8 @@ class ModuleAnalyzer:
             line, col = self._pos(node)
             fn = self._in_function(node)
             if alias.asname is not None:
-                out.append(ProjectImport(alias.asname.name.value, "module", full, None, node, line, col, fn))
+                local = cst.ensure_type(alias.asname.name, cst.Name).value  # `import a as <Name>`
+                out.append(ProjectImport(local, "module", full, None, node, line, col, fn))
             else:
                 top = full.split(".")[0]
                 out.append(ProjectImport(top, "module", top, None, node, line, col, fn))
@@ -424,8 +454,8 @@ class ModuleAnalyzer:
             out.append(ProjectImport("*", "star", absolute, None, node, line, col, fn))
         else:
             for alias in node.names:
-                name = alias.name.value if isinstance(alias.name, cst.Name) else dotted_name(alias.name)
-                local = alias.asname.name.value if alias.asname is not None else name
+                name = alias.name.value if isinstance(alias.name, cst.Name) else dotted_name(alias.name) or ""
+                local = cst.ensure_type(alias.asname.name, cst.Name).value if alias.asname is not None else name
                 out.append(ProjectImport(local, "attr", absolute, name, node, line, col, fn))
         self._record(st, node, out)
 
@@ -486,8 +516,9 @@ class ModuleAnalyzer:
                     imports = [self._binding_import(r, root.value) for r in local]
                     if not any(imports):
                         continue  # an ordinary local variable
-                    if all(imports) and len({i.target for i in imports}) == 1:
-                        local_import = imports[0]
+                    found = [i for i in imports if i is not None]
+                    if len(found) == len(imports) and len({i.target for i in found}) == 1:
+                        local_import = found[0]
                     else:
                         local_import = ProjectImport(root.value, "conflict", "", None, node, 0, 0, True)
                 st.refs.append(self._ref(root.value, root, scope, local_import))
@@ -549,7 +580,8 @@ class ModuleAnalyzer:
 
         class Names(cst.CSTVisitor):
             def visit_Attribute(self, attr: cst.Attribute) -> bool:
-                base, attrs = attr, []
+                base: cst.BaseExpression = attr
+                attrs: list[cst.Attribute] = []
                 while isinstance(base, cst.Attribute):
                     attrs.append(base)
                     base = base.value

@@ -8,10 +8,10 @@ use site, and is then renamed `<name>_<module>` (then `_2`, `_3`...), with every
 from __future__ import annotations
 
 import keyword
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Optional
+from typing import Optional, TypeVar, Union
 
 import libcst as cst
 
@@ -20,6 +20,7 @@ from npu_port.transpiler.core.files import ReadError, read_text, too_deep_for_th
 from npu_port.transpiler.standalone.closure import SCRIPT, Closure, leading_statements
 from npu_port.transpiler.standalone.errors import Problem, StandaloneError
 from npu_port.transpiler.standalone.graph import (
+    BodyStatement,
     ModuleAnalyzer,
     ModuleInfo,
     ProjectImport,
@@ -119,7 +120,10 @@ class _Assembler:
     # -- names -----------------------------------------------------------------------------------------
 
     def _public_entries(self, module: str, st: Statement) -> list[_PublicImport]:
-        out = []
+        """The public names a kind "import" statement (a line of imports) binds."""
+        out: list[_PublicImport] = []
+        if not isinstance(st.node, cst.SimpleStatementLine):
+            return out
         project = {id(imp.node) for imp in st.imports}
         for small in st.node.body:
             if id(small) in project:
@@ -128,16 +132,17 @@ class _Assembler:
                 for alias in small.names:
                     full = dotted_name(alias.name) or ""
                     if alias.asname is not None:
-                        out.append(_PublicImport("import-as", full, None, alias.asname.name.value))
+                        asname = cst.ensure_type(alias.asname.name, cst.Name).value  # `import a as <Name>`
+                        out.append(_PublicImport("import-as", full, None, asname))
                     else:
                         out.append(_PublicImport("import", full, None, full.split(".")[0]))
             elif isinstance(small, cst.ImportFrom) and not isinstance(small.names, cst.ImportStar):
-                mod = dotted_name(small.module) if small.module is not None else ""
+                mod = (dotted_name(small.module) or "") if small.module is not None else ""
                 if mod == "__future__":
                     continue
                 for alias in small.names:
-                    name = alias.name.value
-                    bound = alias.asname.name.value if alias.asname is not None else name
+                    name = cst.ensure_type(alias.name, cst.Name).value  # `from m import <Name>`
+                    bound = cst.ensure_type(alias.asname.name, cst.Name).value if alias.asname is not None else name
                     out.append(_PublicImport("from", mod, name, bound))
         return out
 
@@ -250,23 +255,26 @@ class _Assembler:
                 return ref.node, cst.SimpleString(repr(self.project.module(module).package))
         return None, None
 
-    def _rewrite(self, module: str, st: Statement) -> Optional[cst.BaseStatement]:
+    def _rewrite(self, module: str, st: Statement) -> list[BodyStatement]:
+        """The statement as inlined: none (removed), itself rewritten, or the several a renamed definition becomes."""
         info = self.project.module(module)
         replace: dict[int, object] = {}
         strings: dict[int, dict[int, cst.CSTNode]] = {}
         string_exprs: dict[int, cst.BaseExpression] = {}
         for ref in st.refs:
             node, new = self._name_for(module, ref)
-            if node is None:
+            if node is None or new is None:  # (both None, or neither)
                 continue
-            if ref.string_inner is not None:
+            if ref.string_expr is not None:  # a name inside a string annotation (string_inner is set too)
                 strings.setdefault(id(ref.node), {})[id(node)] = new
                 string_exprs[id(ref.node)] = ref.string_expr
             else:
                 replace[id(node)] = new
         for sid, inner in strings.items():
-            original = next(r.node for r in st.refs if id(r.node) == sid)
+            # The annotation string itself (graph reads names out of SimpleStrings only).
+            original = cst.ensure_type(next(r.node for r in st.refs if id(r.node) == sid), cst.SimpleString)
             expr = string_exprs[sid].visit(_Replace(inner))
+            assert isinstance(expr, cst.BaseExpression)  # names swapped for names: still an expression
             replace[sid] = original.with_changes(
                 value=f"{original.prefix}{original.quote}{code_of(expr)}{original.quote}")
         renames = {name: self.final[Sym(module, name)] for name in st.binds
@@ -299,8 +307,10 @@ class _Assembler:
                 add_globals[id(ref.scope_node)].append(name)
         result = st.node.visit(_Replace(replace, add_globals, restore, self._restored))
         if isinstance(result, cst.RemovalSentinel):
-            return None
-        return result
+            return []
+        if isinstance(result, cst.FlattenSentinel):
+            return list(result.nodes)
+        return [result]
 
     def _restored(self, node, new: str, old: str) -> cst.FlattenSentinel:
         def temp() -> str:
@@ -329,7 +339,7 @@ class _Assembler:
             by_node.setdefault(id(imp.node), []).append(imp)
         for imps in by_node.values():
             node = imps[0].node
-            assigns = []
+            assigns: list[cst.BaseSmallStatement] = []
             for imp in imps:
                 if self.closure.becomes_assignment(module, imp):
                     target = self.project.resolve_import(imp)
@@ -364,7 +374,7 @@ class _Assembler:
                     continue
                 names = []
                 for alias in small.names:
-                    bound = alias.asname.name.value if alias.asname is not None else (
+                    bound = cst.ensure_type(alias.asname.name, cst.Name).value if alias.asname is not None else (
                         alias.name.value if isinstance(alias.name, cst.Name) else None)
                     if bound in module_renames:
                         alias = alias.with_changes(asname=cst.AsName(cst.Name(module_renames[bound])))
@@ -377,18 +387,17 @@ class _Assembler:
         self._allocate()
         script = self.script
         leading = self._leading_script_imports()
-        head: list[cst.BaseStatement] = []
+        head: list[BodyStatement] = []
         after_body: list[cst.BaseSmallStatement] = []  # imports that became assignments need the inlined code
         for index in leading:
-            new = self._rewrite(SCRIPT, script.statements[index])
-            if isinstance(new, cst.SimpleStatementLine):
-                moved = [s for s in new.body if id(s) in self.generated_assigns]
-                after_body += moved
-                new = new.with_changes(body=[s for s in new.body if id(s) not in self.generated_assigns]) \
-                    if moved else new
-                if not new.body:
-                    continue
-            if new is not None:
+            for new in self._rewrite(SCRIPT, script.statements[index]):
+                if isinstance(new, cst.SimpleStatementLine):
+                    moved = [s for s in new.body if id(s) in self.generated_assigns]
+                    after_body += moved
+                    new = new.with_changes(body=[s for s in new.body if id(s) not in self.generated_assigns]) \
+                        if moved else new
+                    if not new.body:
+                        continue
                 head.append(new)
         if any(self.project.module(m).future_annotations for m, _ in self.keys) and not script.future_annotations:
             future = cst.parse_statement("from __future__ import annotations\n")
@@ -403,7 +412,7 @@ class _Assembler:
             new_imports[0] = _with_blank_lines(new_imports[0], 1)
         head.extend(new_imports)
 
-        body: list[cst.BaseStatement] = []
+        body: list[BodyStatement] = []
         modules: list[str] = []
         previous = None
         for module, index in self.keys:
@@ -413,11 +422,10 @@ class _Assembler:
             st = info.statements[index]
             if st.kind == "import" and st.public_import:
                 continue
-            new = self._rewrite(module, st)
-            if new is None:
+            rewritten = self._rewrite(module, st)
+            if not rewritten:
                 continue
-            first, *more = _statements(new)
-            new = first
+            new, *more = rewritten
             if module != previous:
                 # A module's code is split where it imports a module that runs code of its own in between.
                 again = module in modules
@@ -443,15 +451,13 @@ class _Assembler:
             star = self.project.module(module).statements[index].node
             head.append(star)
 
-        rest: list[cst.BaseStatement] = []
+        rest: list[BodyStatement] = []
         if after_body:
             rest.append(cst.SimpleStatementLine(after_body))
         for st in script.statements:
             if st.index in leading:
                 continue
-            new = self._rewrite(SCRIPT, st)
-            if new is not None:
-                rest.append(new)
+            rest.extend(self._rewrite(SCRIPT, st))
         if rest and body:
             rest[0] = _with_blank_lines(rest[0], 2)
         if body and not head:
@@ -484,7 +490,7 @@ class _Assembler:
     def _loader(self, module: str) -> cst.FunctionDef:
         """`def _import_pkg_mod():` that runs the module's inlined code on its first call only."""
         info = self.project.module(module)
-        body: list[cst.BaseStatement] = []
+        body: list[BodyStatement] = []
         names: list[str] = []
         parents = [m for m in self.plan.parent_triggers(module)]
         ran = set(parents)  # loaders this one has surely called already: no need to call them again
@@ -498,10 +504,10 @@ class _Assembler:
                 continue
             if st.kind == "import" and st.public_import:
                 continue
-            new = self._rewrite(module, st)
-            if new is None:
+            rewritten = self._rewrite(module, st)
+            if not rewritten:
                 continue
-            body.extend(_statements(new))
+            body.extend(rewritten)
             bound = set(st.binds) | {i.local for i in st.imports if self.closure.becomes_assignment(module, i)}
             names += [self.final[Sym(module, n)] for n in sorted(bound) if Sym(module, n) in self.final]
             for ref in self.closure.stores.get((module, st.index), []):
@@ -517,10 +523,10 @@ class _Assembler:
         if body or names:
             node = node.with_changes(body=node.body.with_changes(body=node.body.body[:-1]))
         for i, stmt in enumerate(body):
-            lines = _at_most_one_blank(stmt.leading_lines, first=i == 0)
+            leading = _at_most_one_blank(stmt.leading_lines, first=i == 0)
             if i == 0 and isinstance(stmt, (cst.FunctionDef, cst.ClassDef)):
-                lines = [cst.EmptyLine(indent=False), *lines]  # a definition is set apart from the preamble
-            body[i] = stmt.with_changes(leading_lines=lines)
+                leading = [cst.EmptyLine(indent=False), *leading]  # a definition is set apart from the preamble
+            body[i] = stmt.with_changes(leading_lines=leading)
         return node.with_changes(body=node.body.with_changes(body=[*node.body.body, *body]))
 
     def _header_imports(self) -> list[cst.SimpleStatementLine]:
@@ -528,7 +534,7 @@ class _Assembler:
         from_groups: dict[str, list[cst.ImportAlias]] = {}
         order: list[tuple[str, str]] = []
         for entry, name in self.public_plan:
-            if entry.kind == "from":
+            if entry.kind == "from" and entry.attr is not None:  # (a "from" entry always names its attr)
                 if entry.module not in from_groups:
                     from_groups[entry.module] = []
                     order.append(("from", entry.module))
@@ -542,12 +548,13 @@ class _Assembler:
                 order.append(("import", text))
         for kind, value in order:
             if kind == "import":
-                lines.append(cst.parse_statement(value + "\n"))
+                lines.append(cst.ensure_type(cst.parse_statement(value + "\n"), cst.SimpleStatementLine))
             else:
                 aliases = from_groups[value]
                 aliases = [a.with_changes(comma=cst.MaybeSentinel.DEFAULT) for a in aliases]
-                lines.append(cst.SimpleStatementLine([cst.ImportFrom(module=cst.parse_expression(value),
-                                                                     names=aliases)]))
+                module = cst.parse_expression(value)
+                assert isinstance(module, (cst.Attribute, cst.Name))  # a dotted module name
+                lines.append(cst.SimpleStatementLine([cst.ImportFrom(module=module, names=aliases)]))
         return lines
 
 
@@ -586,11 +593,6 @@ _NAMED_COMMENT = ("# Definitions renamed below to avoid a collision get their ow
                   "__qualname__).")
 
 
-def _statements(node) -> list[cst.BaseStatement]:
-    """A rewritten statement, or the several a renamed definition becomes."""
-    return list(node.nodes) if isinstance(node, cst.FlattenSentinel) else [node]
-
-
 class _Several:
     """A replacement of one small statement by several (an import that becomes assignments)."""
 
@@ -601,7 +603,7 @@ class _Several:
 class _Replace(cst.CSTTransformer):
     """Swaps nodes by identity; drops small statements marked for removal and keeps blocks non-empty."""
 
-    def __init__(self, replace: dict[int, object], add_globals: Optional[dict[int, list[str]]] = None,
+    def __init__(self, replace: Mapping[int, object], add_globals: Optional[dict[int, list[str]]] = None,
                  restore: Optional[dict[int, tuple[str, str]]] = None, restored=None):
         self.replace = replace
         self.add_globals = add_globals or {}
@@ -677,8 +679,8 @@ def _global_names(node: cst.CSTNode) -> list[cst.Name]:
     return found
 
 
-def _nested_imports(node: cst.CSTNode) -> list[cst.CSTNode]:
-    found: list[cst.CSTNode] = []
+def _nested_imports(node: cst.CSTNode) -> list[Union[cst.Import, cst.ImportFrom]]:
+    found: list[Union[cst.Import, cst.ImportFrom]] = []
 
     class Imports(cst.CSTVisitor):
         def visit_FunctionDef(self, _node) -> bool:
@@ -698,7 +700,7 @@ def _nested_imports(node: cst.CSTNode) -> list[cst.CSTNode]:
 
 
 def _statement_of(info: ModuleInfo, node: cst.CSTNode) -> cst.CSTNode:
-    cur = node
+    cur: Optional[cst.CSTNode] = node
     while cur is not None:
         if isinstance(cur, cst.BaseSmallStatement) or isinstance(cur, cst.BaseCompoundStatement):
             return cur
@@ -736,6 +738,10 @@ def _at_most_one_blank(lines: Sequence[cst.EmptyLine], first: bool) -> list[cst.
     return out
 
 
+# What a statement-to-statement helper takes and gives back: the same kind of body statement.
+_StatementT = TypeVar("_StatementT", cst.SimpleStatementLine, cst.BaseCompoundStatement, BodyStatement)
+
+
 def _strip_blank(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
     lines = list(lines)
     while lines and lines[0].comment is None:
@@ -743,11 +749,11 @@ def _strip_blank(lines: Sequence[cst.EmptyLine]) -> list[cst.EmptyLine]:
     return lines
 
 
-def _with_blank_lines(stmt: cst.BaseStatement, count: int) -> cst.BaseStatement:
+def _with_blank_lines(stmt: _StatementT, count: int) -> _StatementT:
     lines = [cst.EmptyLine()] * count + _strip_blank(stmt.leading_lines)
     return stmt.with_changes(leading_lines=lines)
 
 
-def _with_block_comment(stmt: cst.BaseStatement, comment: str) -> cst.BaseStatement:
+def _with_block_comment(stmt: _StatementT, comment: str) -> _StatementT:
     lines = [cst.EmptyLine(), cst.EmptyLine(), cst.EmptyLine(comment=cst.Comment(comment))]
     return stmt.with_changes(leading_lines=lines + _strip_blank(stmt.leading_lines))

@@ -101,7 +101,8 @@ class LazyPlan:
         if st.kind in ("docstring", "future", "main-guard", "import"):
             return True
         if st.kind == "assign":
-            return st.literal_value or quiet_code(st.node.body[0].value)  # type: ignore[attr-defined]
+            value = st.assigned_value  # None for a bare `x: T`, which the closure also counts as no effect
+            return st.literal_value or value is None or quiet_code(value)
         if st.kind == "def":
             # A decorator that records into project state (a registry), a base class that registers its
             # subclasses: effects. A project decorator runs project code when applied: not quiet either.

@@ -159,7 +159,7 @@ class Project:
         imp = aliases[0]
         if imp.kind != "attr" or _is_self_import(module, imp):
             return None
-        target = self.resolve_attr(imp.module, imp.attr)
+        target = self.resolve_attr(imp.module, imp.imported_name)
         return imp if isinstance(target, Sym) and self.is_rebound(target) else None
 
     def submodule_exists(self, module: str, attr: str) -> bool:
@@ -201,12 +201,12 @@ class Project:
                 return ModRef(imp.module)
             if _is_self_import(module, imp):
                 return ModRef(f"{module}.{imp.attr}")
-            target = self.resolve_attr(imp.module, imp.attr, seen)
+            target = self.resolve_attr(imp.module, imp.imported_name, seen)
             if isinstance(target, Sym) and self.is_rebound(target):
                 return Sym(module, name)  # `from m import x` copies x; m rebinds it later: one state each
             return target
-        for stmt, imp, star_module in reversed(info.star_imports):
-            if imp is None:
+        for stmt, star_imp, star_module in reversed(info.star_imports):
+            if star_imp is None:
                 return PublicStar(module, stmt)
             if name in self.star_names(star_module):
                 return self.resolve(star_module, name, seen)
