@@ -3,8 +3,9 @@ from it, and no setting turns its errors off (issue 38 emptied the `ignore_error
 
 from __future__ import annotations
 
-import tomllib
 from pathlib import Path
+
+import tomllib
 
 ROOT = Path(__file__).resolve().parent.parent
 
