@@ -33,6 +33,8 @@ def _device_value(node: cst.BaseExpression, values: frozenset[str]) -> Optional[
     return value if value is not None and value.split(":")[0] in values else None
 
 
+_FORK_RNG = frozenset({"torch.random.fork_rng", "torch.fork_rng"})
+
 # A class named for another vendor, built: `return CudaPlatform()` (ROLL's platform detection, renamed).
 _VENDOR_BUILD = re.compile(r"(?<![\w.])\w*(?:Cuda|CUDA|Nvidia|NVIDIA|Rocm|ROCm|ROCM)\w*Platform\w*\(")
 
@@ -65,7 +67,8 @@ class HalfPortedCondition(PythonRule):
         - a conditional whose arms are swapped: `"nccl" if device.type == "npu" else "hccl"`,
           `"hccl" if torch.cuda.is_available() else "nccl"`.
         A name the module binds to an NPU test alone (`_IS_CUDA = torch.npu.is_available()`) is an NPU test
-        where it is used. An assignment to torch.cuda (a shim that points it at torch.npu) is no call and is not reported.
+        where it is used. Also `torch.random.fork_rng(devices=["npu"])` without `device_type` (it defaults
+        to "cuda": CUDA's generators are forked, which raises on an NPU host). An assignment to torch.cuda (a shim that points it at torch.npu) is no call and is not reported.
 
     Why:
         These are the marks of a decision ported in part: the test now picks the NPU, the code it guards
@@ -87,7 +90,7 @@ class HalfPortedCondition(PythonRule):
     ID = "half-ported-condition"
     SAFETY = "report-only"
     GROUP = "check"
-    TRIGGERS = ("cuda",)
+    TRIGGERS = ("cuda", "fork_rng")
 
     @classmethod
     def scout(cls, facts, options) -> bool:
@@ -98,14 +101,15 @@ class HalfPortedCondition(PythonRule):
             return False
         if npu_framework_file(facts.path, facts.code):
             return False
-        return facts.search_code(_CUDA_CALL_OR_BUILD) or facts.any_string(lambda s: s.split(":")[0] in _CUDA_VALUES)
+        return facts.search_code(_CUDA_CALL_OR_BUILD) or facts.has_word("fork_rng") \
+            or facts.any_string(lambda s: s.split(":")[0] in _CUDA_VALUES)
 
     def __init__(self, ctx):
         super().__init__(ctx)
         self._npu_branches = 0  # depth of `if` bodies taken on the NPU
         self._npu_bodies: set[int] = set()  # ids of those bodies
         self._reported: set[int] = set()  # the chain's operands are met again as inner chains
-        self._npu_names = _names_bound_to_npu_tests(ctx.module)  # `_IS_CUDA = torch.npu.is_available()`
+        self._npu_names = _names_bound_to_npu_tests(ctx.module, ctx.text)  # `_IS_CUDA = torch.npu.is_available()`
 
     def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
         if not isinstance(node.operator, cst.And):
@@ -187,6 +191,7 @@ class HalfPortedCondition(PythonRule):
                         hint="swap the two values, or restore the test the arms were written for")
 
     def visit_Call(self, node: cst.Call) -> None:
+        self._fork_rng(node)
         if not self._npu_branches or self.ctx.is_patched(node):
             return
         name = dotted_name(node.func) or ""
@@ -197,6 +202,20 @@ class HalfPortedCondition(PythonRule):
             cuda = ".cuda("
         if cuda is not None:
             self._report(node, cuda, "this branch is taken on the NPU (its `if` tests for it), and calls")
+
+    def _fork_rng(self, node: cst.Call) -> None:
+        """`torch.random.fork_rng(devices=["npu"])` without device_type: torch forks CUDA's generators (its
+        device_type defaults to "cuda"), and on an NPU host raises."""
+        if self.ctx.resolve(node.func) not in _FORK_RNG:
+            return
+        keywords = {a.keyword.value: a.value for a in node.args if a.keyword is not None}
+        devices = keywords.get("devices", node.args[0].value if node.args and node.args[0].keyword is None else None)
+        if "device_type" in keywords or devices is None or len([a for a in node.args if a.keyword is None]) > 3:
+            return
+        if re.search(r"""["']npu(?::\d+)?["']|\btorch\.npu\.""", code(devices)):
+            self.report(node, "`fork_rng` is given NPU devices but no `device_type`: it defaults to \"cuda\" and forks "
+                              "CUDA's generators, which raises on an NPU host: a call ported in part",
+                        severity="error", hint='add device_type="npu"')
 
     def _report(self, node: cst.CSTNode, cuda: str, where: str, what: str = "which raises on an NPU host") -> None:
         if id(node) in self._reported:
@@ -209,14 +228,20 @@ class HalfPortedCondition(PythonRule):
                                            "for CUDA")
 
 
-def _names_bound_to_npu_tests(module: cst.Module) -> frozenset[str]:
-    """Names a top-level statement of the module binds to an NPU test alone (`_IS_CUDA = torch.npu.is_available()`)."""
-    found = set()
-    for statement in module.body:
-        for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
-            if isinstance(small, cst.Assign) and len(small.targets) == 1 and isinstance(small.targets[0].target, cst.Name):
-                text = code(small.value)
+def _names_bound_to_npu_tests(module: cst.Module, text: str) -> frozenset[str]:
+    """Names an assignment of the module (at any depth) binds to an NPU test alone
+    (`_IS_CUDA = torch.npu.is_available()`, `on_npu = device.type == "npu"`)."""
+    found: set[str] = set()
+
+    class Assignments(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+                text = code(node.value)
                 if _NPU_TEST.search(text) and not _CUDA_TEST.search(text) and not _CUDA_CALL.search(text) \
-                        and " or " not in text and not text.lstrip().startswith("not ") and "!=" not in text:
-                    found.add(small.targets[0].target.value)
+                        and " or " not in text and not text.lstrip().startswith("not ") and "!=" not in text \
+                        and " if " not in text:
+                    found.add(node.targets[0].target.value)
+
+    if "npu" in text:
+        module.visit(Assignments())
     return frozenset(found)
