@@ -23,7 +23,7 @@ EXPECTED_VERSIONS = {
     "verl": "0.9.1",
     "ray": "2.60.0",
     "transformers": "5.24.0",
-    "mindspeed_rl": "2.1.0",
+    "mindspeed_rl": None,  # a master commit in no release: named by its commit (issue 37)
 }
 
 
@@ -36,6 +36,7 @@ def test_snapshot_records_provenance(package):
     assert facts.raw["generated_by"] == snap.GENERATED_BY
     if package == "mindspeed_rl":
         assert len(facts.commit) == 40
+        assert facts.raw["setup_version"] == "2.1.0" and facts.label == f"git {facts.commit[:10]}"
     else:
         assert facts.raw["wheel"].endswith(".whl") and facts.version in facts.raw["wheel"]
 
@@ -432,12 +433,18 @@ def test_mindspeed_rl_from_a_git_checkout(tmp_path):
     subprocess.run([*git, "commit", "-qm", "x"], check=True)
     for source in (repo, repo / ".git"):  # a work tree, then the bare git directory
         tree, commit = snap.mindspeed_rl_tree(source)
-        record = snap.snapshot_mindspeed_rl(tree, commit)
-        assert len(record["commit"]) == 40 and record["version"] == "0.1.0"
+        assert snap.tags_at(source, commit) == []
+        record = snap.snapshot_mindspeed_rl(tree, commit, snap.tags_at(source, commit))
+        # No tag of setup.py's version at the commit: not a release, named by the commit only.
+        assert len(record["commit"]) == 40 and record["version"] is None and record["setup_version"] == "0.1.0"
         assert record["sections"]["generate_config"] == [
             "gpu_memory_utilization", "sampling_config", "sampling_config.top_p"]
         assert record["sections"]["actor_config"] == ["global_batch_size"]
         assert "actor_resource.num_npus" in record["sections"]["rl_config"]
+    subprocess.run([*git, "tag", "v0.1.0"], check=True)  # the release tag at that very commit: a release
+    for source in (repo, repo / ".git"):
+        tree, commit = snap.mindspeed_rl_tree(source)
+        assert snap.snapshot_mindspeed_rl(tree, commit, snap.tags_at(source, commit))["version"] == "0.1.0"
 
 
 # ---- torch_npu's import-time names ---------------------------------------------------------------------------

@@ -20,3 +20,9 @@ def test_msrl_train_names_the_commit_its_keys_were_read_at_not_a_release():
         assert f"checkout {snap.commit[:10]}" in head  # how to get exactly that source
     assert "not a release" in source.label
 
+
+def test_the_api_snapshot_names_no_release_it_was_not_read_from():
+    snap = api_facts.load("mindspeed_rl")
+    assert snap.version is None and snap.raw["setup_version"] == "2.1.0"  # setup.py's number, not a release
+    assert snap.label == f"git {snap.commit[:10]}"
+

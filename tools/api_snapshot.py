@@ -1012,7 +1012,10 @@ def config_class_keys(cls: ast.ClassDef) -> list[str]:
     return sorted(set(keys))
 
 
-def snapshot_mindspeed_rl(tree: SourceTree, commit: str | None) -> dict:
+def snapshot_mindspeed_rl(tree: SourceTree, commit: str | None, tags: Iterable[str] = ()) -> dict:
+    """`version` is a release only where a tag of that release (`v2.1.0` or `2.1.0`) points at the commit
+    read; otherwise it is None and the commit names the source (setup.py's number, kept as `setup_version`,
+    is not bumped on master between releases)."""
     sections = {}
     for section, (module, class_name) in MINDSPEED_RL_SECTIONS.items():
         keys = config_class_keys(require_class(tree, module, class_name))
@@ -1030,13 +1033,15 @@ def snapshot_mindspeed_rl(tree: SourceTree, commit: str | None) -> dict:
         "mindspeed_rl.config_cls.generate_config.GenerateConfig.__init__":
             function_signature(tree, "mindspeed_rl.config_cls.generate_config", "GenerateConfig.__init__"),
     }
-    version = None
+    setup_version = None
     setup = tree.read_text("setup.py")
     if setup:
         match = re.search(r"""version\s*=\s*['"]([^'"]+)['"]""", setup)
-        version = match.group(1) if match else None
+        setup_version = match.group(1) if match else None
+    released = setup_version is not None and bool({setup_version, f"v{setup_version}"} & set(tags))
     return {
-        "package": "mindspeed_rl", "version": version, "commit": commit,
+        "package": "mindspeed_rl", "version": setup_version if released else None, "commit": commit,
+        "setup_version": setup_version,
         "source": "github:Ascend/MindSpeed-RL (mirror of gitcode Ascend/MindSpeed-RL)",
         "generated_by": GENERATED_BY,
         "modules": modules,
@@ -1129,6 +1134,16 @@ def write_text(text: str, path: Path) -> int:
     return len(text.encode("utf-8"))
 
 
+def tags_at(src: Path, commit: str) -> list[str]:
+    """The tags that point at `commit` in a checkout or a bare git directory (none where git cannot say)."""
+    try:
+        out = subprocess.run(["git", "-C", str(src), "tag", "--points-at", commit], check=True,
+                             capture_output=True, text=True).stdout
+    except (subprocess.CalledProcessError, FileNotFoundError):
+        return []
+    return out.split()
+
+
 def mindspeed_rl_tree(src: Path) -> tuple[SourceTree, str | None]:
     """A checkout (work tree) or a bare git directory of MindSpeed-RL."""
     if (src / "mindspeed_rl").is_dir():
@@ -1168,10 +1183,11 @@ def main(argv: list[str] | None = None) -> int:
             print("mindspeed_rl  skipped (no --mindspeed-rl-src)")
         else:
             tree, commit = mindspeed_rl_tree(args.mindspeed_rl_src)
-            record = snapshot_mindspeed_rl(tree, commit)
+            record = snapshot_mindspeed_rl(tree, commit, tags_at(args.mindspeed_rl_src, commit) if commit else ())
             size = write_json(record, args.out / "mindspeed_rl.json")
             total += size
-            print(f"mindspeed_rl  {record['version'] or '?':12} {size:>8} bytes  commit {commit}")
+            label = record["version"] or f"git {(commit or '?')[:10]}"
+            print(f"mindspeed_rl  {label:12} {size:>8} bytes  commit {commit}")
     print(f"total {total} bytes in {args.out}")
     return 0
 

@@ -232,8 +232,10 @@ def config_schemas_doc() -> str:
            f"- `codemods/data/api/verl.json`: the keys of verl {verl.version}'s packaged trainer configs "
            + ", ".join(f"`{n}` (`{sources.get(n, '?')}`)" for n in sorted(verl.raw.get("config_keys", {})))
            + ", each with the type of its default;",
-           f"- `codemods/data/api/mindspeed_rl.json`: the keys each section of a MindSpeed-RL {msrl.version} "
-           f"YAML accepts (commit {(msrl.commit or '')[:7]}), read from its config classes;",
+           f"- `codemods/data/api/mindspeed_rl.json`: the keys each section of a MindSpeed-RL YAML accepts, read "
+           f"from its config classes at {msrl.label}"
+           + ("" if msrl.version else " (a master commit in no release; its setup.py says "
+              f"{msrl.raw.get('setup_version')})") + ";",
            "- `skeletons/*/schema.yaml`: the options of `npu-port generate` (defaults, ranges, help).", "",
            "## What `npu-port generate` writes", "",
            "Each table lists the keys of the config file (`--config-out`) with the default options, the options "

@@ -50,6 +50,13 @@ class ApiSnapshot:
         return self._data.get("commit")
 
     @property
+    def label(self) -> str:
+        """What the facts were read from, truly: the release (`0.9.1`), else the commit (`git 05a90d77cb`)."""
+        if self.version:
+            return self.version
+        return f"git {self.commit[:10]}" if self.commit else "an unknown source"
+
+    @property
     def raw(self) -> dict:
         return self._data
 
