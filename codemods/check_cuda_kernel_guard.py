@@ -12,9 +12,11 @@ from npu_port.transpiler.analysis.dispatch import code
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.core.rules import PythonRule
 
-# A test that admits an NPU tensor: `.is_npu`, `device.type == "npu"` (as convert writes them from `.is_cuda`
-# and `== "cuda"`); the negated forms guard a raise: `x.device.type != "npu"`, `not x.is_npu`.
-_ADMITS_NPU = re.compile(r"""\.is_npu\b|==\s*["']npu(?::\d+)?["']""")
+# An assert that admits an NPU tensor: `.is_npu`, which convert never writes into an assert (it leaves
+# `assert x.is_cuda`, the guard of a CUDA-only kernel); `assert t.device.type == "npu"` is a test's check of
+# where a tensor is, which convert writes, and is not judged. The negated forms guard a raise:
+# `x.device.type != "npu"`, `not x.is_npu`.
+_ADMITS_NPU = re.compile(r"\.is_npu\b")
 _REFUSES_NON_NPU = re.compile(r"""!=\s*["']npu["']|^\s*not\s+[\w.\[\]()]+\.is_npu\s*$""")
 # A message that still demands CUDA (and says nothing of the NPU): the guard was renamed, its reason was not.
 _SAYS_CUDA = re.compile(r"\bCUDA\b|\bcuda\b(?!:)")
@@ -38,8 +40,8 @@ class CudaKernelGuard(PythonRule):
 
     What it does:
         Reports as errors:
-        - `assert x.is_npu` (or `x.device.type == "npu"`) whose message still says the tensor must be on
-          CUDA, or that stands in a module which imports a CUDA-only kernel library at its top level (the
+        - `assert x.is_npu` whose message still says the tensor must be on CUDA, or that stands in a
+          module which imports a CUDA-only kernel library at its top level (the
           libraries of unsupported-cuda-libs: CuTe/CUTLASS, cuda.bindings, CuPy, PyCUDA, a `*_cuda`
           extension; Triton is not one, triton-ascend compiles it);
         - `if x.device.type != "npu": raise ...("... requires CUDA ...")`, the same guard as an `if`.
