@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import builtins
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Optional, TypeGuard, Union
 
@@ -350,13 +350,15 @@ class ModuleAnalyzer:
 
     # -- imports ---------------------------------------------------------------------------------------
 
-    def _in_function(self, node: cst.CSTNode) -> bool:
+    def _ancestors(self, node: cst.CSTNode) -> Iterator[cst.CSTNode]:
+        """The nodes around `node`, innermost first."""
         cur = self.parents.get(node)
         while cur is not None:
-            if isinstance(cur, (cst.FunctionDef, cst.Lambda)):
-                return True
+            yield cur
             cur = self.parents.get(cur)
-        return False
+
+    def _in_function(self, node: cst.CSTNode) -> bool:
+        return any(isinstance(cur, (cst.FunctionDef, cst.Lambda)) for cur in self._ancestors(node))
 
     def _collect_imports(self, st: Statement, dynamic: list[tuple[int, int, str]]) -> None:
         analyzer = self
@@ -378,12 +380,8 @@ class ModuleAnalyzer:
                               if span.start.line <= line <= span.end.line and (line, col) not in handled]
 
     def _under_type_checking(self, node: cst.CSTNode) -> bool:
-        cur = self.parents.get(node)
-        while cur is not None:
-            if isinstance(cur, cst.If) and (dotted_name(cur.test) or "").split(".")[-1] == "TYPE_CHECKING":
-                return True
-            cur = self.parents.get(cur)
-        return False
+        return any(isinstance(cur, cst.If) and (dotted_name(cur.test) or "").split(".")[-1] == "TYPE_CHECKING"
+                   for cur in self._ancestors(node))
 
     def _pos(self, node: cst.CSTNode) -> tuple[int, int]:
         p = self.positions[node].start
@@ -559,12 +557,7 @@ class ModuleAnalyzer:
         return False
 
     def _scope_of(self, node: cst.CSTNode) -> Optional[cst.CSTNode]:
-        cur = self.parents.get(node)
-        while cur is not None:
-            if isinstance(cur, (cst.FunctionDef, cst.ClassDef)):
-                return cur
-            cur = self.parents.get(cur)
-        return None
+        return next((cur for cur in self._ancestors(node) if isinstance(cur, (cst.FunctionDef, cst.ClassDef))), None)
 
     def _string_refs(self, node: cst.CSTNode) -> list[Ref]:
         """Names read by a string annotation such as "Config" or "Optional[cfg.Config]"."""
