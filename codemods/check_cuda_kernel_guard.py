@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from npu_port.codemods.unsupported_cuda_libs import match_library
+from npu_port.codemods.unsupported_cuda_libs import compiled_extension_row, library_rows, match_library
 from npu_port.transpiler.analysis.dispatch import code
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.core.rules import PythonRule
@@ -19,7 +19,7 @@ from npu_port.transpiler.core.rules import PythonRule
 _ADMITS_NPU = re.compile(r"\.is_npu\b")
 _REFUSES_NON_NPU = re.compile(r"""!=\s*["']npu["']|^\s*not\s+[\w.\[\]()]+\.is_npu\s*$""")
 # A message that still demands CUDA (and says nothing of the NPU): the guard was renamed, its reason was not.
-_SAYS_CUDA = re.compile(r"\bCUDA\b|\bcuda\b(?!:)")
+_SAYS_CUDA = re.compile(r"\bCUDA\b|\b(?:on|a|the) cuda\b|\bcuda (?:device|tensor|gpu)s?\b")
 _SAYS_NPU = re.compile(r"(?i)\b(?:npu|ascend)\b")
 # Triton kernels compile for the NPU with triton-ascend; its rows are no proof that a file is CUDA-only.
 _PORTABLE_KERNEL_TOPS = frozenset({"triton"})
@@ -33,6 +33,15 @@ def cuda_only_kernel_import(target: str, module: str) -> Optional[str]:
     if row is None or row.severity == "info" or module.split(".", 1)[0] in _PORTABLE_KERNEL_TOPS:
         return None
     return row.what
+
+
+def _kernel_modules(target: str) -> tuple[str, ...]:
+    """The modules cuda_only_kernel_import knows (the rows' modules it answers for)."""
+    return tuple(r.module for r in library_rows(target) if cuda_only_kernel_import(target, r.module) is not None)
+
+
+def _says_cuda(text: str) -> bool:
+    return _SAYS_CUDA.search(text) is not None and _SAYS_NPU.search(text) is None
 
 
 class CudaKernelGuard(PythonRule):
@@ -69,10 +78,16 @@ class CudaKernelGuard(PythonRule):
 
     @classmethod
     def scout(cls, facts, options) -> bool:
-        # An `assert` or a `raise` beside an NPU test in the code: `.is_npu`, or an "npu" value compared.
-        if not facts.has_word("assert", "raise"):
+        # A reason (a message that says CUDA, or a CUDA-only kernel library imported: every part of its name
+        # spelled in the code, or a `*_cuda` extension), and a guard: an `assert` of `.is_npu`, or a `raise`
+        # beside an NPU test (`.is_npu`, an "npu" value).
+        suffixes = compiled_extension_row(options.target)[0]
+        if not (facts.any_string(_says_cuda) or any(facts.may_name(m) for m in _kernel_modules(options.target))
+                or facts.unsure or any(r.endswith(suffixes) for r in facts.imported_roots)):
             return False
-        return facts.has_word("is_npu") or facts.any_string(lambda s: s.split(":")[0] == "npu")
+        if facts.has_all_words("assert", "is_npu"):
+            return True
+        return facts.has_word("raise") and (facts.has_word("is_npu") or facts.any_string(lambda s: s == "npu"))
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -86,7 +101,7 @@ class CudaKernelGuard(PythonRule):
 
     def _why(self, message: Optional[cst.BaseExpression]) -> Optional[str]:
         text = code(message) if message is not None else ""
-        if _SAYS_CUDA.search(text) and not _SAYS_NPU.search(text):
+        if _says_cuda(text):
             return "its message still demands CUDA"
         if self._kernel_library is not None:
             return f"this module runs a CUDA-only kernel library, {self._kernel_library}"
