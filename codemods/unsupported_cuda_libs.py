@@ -205,7 +205,7 @@ class UnsupportedCudaLibraries(PythonRule):
     SAFETY = "report-only"
     TRIGGERS = ("triton", "cupy", "pycuda", "numba", "pynvml", "bitsandbytes", "xformers", "liger_kernel",
                 "flash_attn", "apex", "amp_C", "mamba_ssm", "causal_conv1d", "transformer_engine", "tensorrt",
-                "cpp_extension", "pynccl", "nccl_engine", "nvtx")
+                "cpp_extension", "pynccl", "nccl_engine", "nvtx", "cutlass", "bindings", "quack")
     # `.cu`/`.cuh` sources and `*_cuda` extension modules, without matching `.cuda` or `_cuda_x`.
     TRIGGER_PATTERNS = (r"\.cuh?(?![A-Za-z0-9_])", r"_cuda(?![A-Za-z0-9_])")
 
