@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass
 from functools import cache
@@ -11,6 +12,7 @@ import libcst as cst
 
 from npu_port.codemods._device_agnostic import DeviceAgnostic, LiteralOnly, parenthesized
 from npu_port.transpiler.analysis.positions import PositionFinder, PositionPolicy, string_leaves
+from npu_port.transpiler.analysis.project_devices import imports_from_project, project_function
 from npu_port.transpiler.core.cst_walk import transform
 from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables.mapping import load_table
@@ -78,12 +80,16 @@ class StringPositionRule(LiteralOnly, PythonRule):
         # Only literals whose own text new_text changes are ever rewritten (or noted in an NPU branch), and
         # only in a file that spells one of the policy's positions (a list of language names holding "cuda").
         return facts.any_string(lambda s: cls.new_text(s) not in (None, s)) \
-            and _Sinks.of(options.target, cls.POSITION).spelled_in(facts)
+            and (_Sinks.of(options.target, cls.POSITION).spelled_in(facts) or imports_from_project(facts))
 
-    def _mark(self, nodes) -> None:
+    def _mark(self, nodes, at: cst.CSTNode) -> None:
+        # A variable used in code left as written (dispatch: `if device == "cuda"` beside an NPU branch) is
+        # no position: a value passed in for it must keep the spelling that code compares with.
+        guarded = self.ctx.guard_of(at) is not None
         for node in nodes:
             if isinstance(node, cst.Name):
-                self._scopes[-1].used.add(node.value)
+                if not guarded:
+                    self._scopes[-1].used.add(node.value)
             elif isinstance(node, cst.Call) and isinstance(node.func, cst.Name):
                 self._returning.add(node.func.value)  # a call of a plain name (string_leaves)
             else:
@@ -125,21 +131,40 @@ class StringPositionRule(LiteralOnly, PythonRule):
                 self._held_args.setdefault(id(leaf), key)
 
     def _hold_call(self, node: cst.Call) -> None:
-        if not isinstance(node.func, cst.Name) or self.ctx.imports.binding(node.func.value) is not None \
-                or any(a.star for a in node.args):
+        if not isinstance(node.func, cst.Name) or any(a.star for a in node.args):
+            return
+        # A function imported from the project itself is followed into its module (_project_signature).
+        how = "call" if self.ctx.imports.binding(node.func.value) is None else "import"
+        if how == "import" and self.ctx.analyse is None:
             return
         index = 0
         for arg in node.args:
             if arg.keyword is None:
-                self._hold_argument(arg.value, ("call", node.func.value, index, None))
+                self._hold_argument(arg.value, (how, node.func.value, index, None))
                 index += 1
             else:
-                self._hold_argument(arg.value, ("call", node.func.value, None, arg.keyword.value))
+                self._hold_argument(arg.value, (how, node.func.value, None, arg.keyword.value))
+
+    def _project_signature(self, local: str) -> Optional[_Signature]:
+        """The signature, with the parameters its body uses in a position, of the project function the file
+        imports as `local` (the same rule's walk over that function's module), or None."""
+        found = project_function(self.ctx.path, self.ctx.text, local)
+        if found is None or self.ctx.analyse is None:
+            return None
+        other = self.ctx.analyse(found[0], found[1], type(self), self.ctx.options)
+        return other._signatures.get(found[2]) if isinstance(other, StringPositionRule) else None
 
     def _settle_arguments(self, updated):
         todo = {}
+        imported: dict[str, Optional[_Signature]] = {}
         for i, (key, new, original) in self._deferred.items():
-            how = flow_into_position(self._signatures, self._returning, key)
+            if key[0] == "import":
+                if key[1] not in imported:
+                    imported[key[1]] = self._project_signature(key[1])
+                how = flow_into_position(imported, set(), ("call", *key[1:]))
+                how = how and f"{how}, defined in {os.path.basename(project_function(self.ctx.path, self.ctx.text, key[1])[0])}"  # type: ignore[index]
+            else:
+                how = flow_into_position(self._signatures, self._returning, key)
             if how is None or self.ctx.left_as_is(original, self.ID):
                 continue
             form = self._replacement(original, original, new)
@@ -200,29 +225,29 @@ class StringPositionRule(LiteralOnly, PythonRule):
                 self.report(leaf, f"{_text_of(leaf)} left as is: the same call keys a dict by it; rename the value "
                                   "and the key together", severity="info")
                 leaves = [x for x in leaves if x is not leaf]
-        self._mark(leaves)
+        self._mark(leaves, node)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         targets = [t.target for t in node.targets]
-        self._mark(self.finder.in_assign(targets, node.value))
+        self._mark(self.finder.in_assign(targets, node.value), node)
         self._hold(targets, node.value)
         self._bind(targets, node.value)
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self._mark(self.finder.in_assign([node.target], node.value))
+        self._mark(self.finder.in_assign([node.target], node.value), node)
         self._bind([node.target], node.value)
-        self._mark(self.finder.in_annotation(self.finder.setting_name(node.target), node.annotation))
+        self._mark(self.finder.in_annotation(self.finder.setting_name(node.target), node.annotation), node)
 
     def visit_Param(self, node: cst.Param) -> None:
-        self._mark(self.finder.in_param(node))
-        self._mark(self.finder.in_annotation(node.name.value, node.annotation))
+        self._mark(self.finder.in_param(node), node)
+        self._mark(self.finder.in_annotation(node.name.value, node.annotation), node)
 
     def visit_Dict(self, node: cst.Dict) -> None:
-        self._mark(self.finder.in_dict(node))
+        self._mark(self.finder.in_dict(node), node)
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         self._operands.update(id(o) for o in (node.left, *(c.comparator for c in node.comparisons)))
-        self._mark(self.finder.in_comparison(node))
+        self._mark(self.finder.in_comparison(node), node)
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         self._operands.update((id(node.left), id(node.right)))  # "cuda:" + str(i)

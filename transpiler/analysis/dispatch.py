@@ -45,6 +45,9 @@ DEVICE_COMPARISON = Guard("this compares a run-time device name in a module that
                           "renamed, the NPU would take this branch too")
 RESOLVER_COMPARISON = Guard("this compares what a device resolver answers (`get_device_name()`, `torch_device`): it "
                             "is the NPU's name on an NPU already, so renamed the NPU would take this branch too")
+IMPORTED_DEVICE_VALUE = Guard("this compares a device value that another module of the project defines and that "
+                              "already names the NPU there (a device constant or resolver): it is the NPU's name on "
+                              "an NPU, so renamed the NPU would take this branch too")
 DISPATCH_PARAMETER = Guard("the code picks a branch by this setting (it compares it with the NPU's name), so "
                            "its default is a dispatch key, not a device to move")
 REGISTRY_KEY = Guard("a registration key, not a device: renamed, this entry would take the NPU's slot")
@@ -105,9 +108,12 @@ class FileDispatch:
     module_by_name: bool  # it looks up torch's device module by a run-time name: getattr(torch, name)
     rocm_variables: bool  # it names HIP_VISIBLE_DEVICES or ROCR_VISIBLE_DEVICES
     text: str = field(repr=False, compare=False)  # for compared_with_npu, computed when first asked
+    # Names the file imports from its own project that already answer the NPU's name on an NPU (a device
+    # constant or resolver defined in another module: analysis/project_devices): comparing them is dispatch.
+    resolvers: frozenset[str] = frozenset()
 
     @classmethod
-    def of(cls, path: str, text: str) -> FileDispatch:
+    def of(cls, path: str, text: str, resolvers: frozenset[str] = frozenset()) -> FileDispatch:
         # Each question is its regular expression's search of the text, asked where the literal its
         # matches begin with occurs (_found_at): see _found_at for why.
         npu = _names_npu_word(text)
@@ -123,7 +129,7 @@ class FileDispatch:
         package = _NPU_FRAMEWORK_PATH.search(path.replace("\\", "/"))
         framework = f"it imports {native.group(1)}" if native else f"it is part of {package.group(1)}" if package else ""
         return cls(module_by_name=_found_at(_TORCH_GETATTR, text, ("getattr(",)), npu_framework=framework,
-                   selects_npu=selects_npu_at_run_time(text), npu=npu,
+                   selects_npu=bool(resolvers) or selects_npu_at_run_time(text), npu=npu, resolvers=resolvers,
                    npu_code=npu and _found_at(_NPU_CODE, text, _NPU_CODE_STARTS),
                    nvidia_tests=_found_at(_NVIDIA_TEST, text, _NVIDIA_TEST_STARTS),
                    registry=_REGISTER.search(text) is not None,
@@ -339,7 +345,10 @@ def nvidia_guard(node: cst.CSTNode) -> Optional[Guard]:
     return None
 
 
-def comparison_guard(node: cst.Comparison, npu_module: bool) -> Optional[Guard]:
+_NEGATED_TEST = re.compile(r"^\s*\(*\s*not\b|!=|\bnot\s+in\b")
+
+
+def comparison_guard(node: cst.Comparison, npu_module: bool, resolvers: frozenset[str] = frozenset()) -> Optional[Guard]:
     """`device_name == "cuda"`, `self.device != "cuda"` in a module that also handles the NPU, or
     `torch_device == "cuda"` / `get_device_name() == "cuda"` on a device resolver anywhere: a branch choice,
     since the value is the NPU's name where the code runs on one. (In a single-device module a plain
@@ -350,7 +359,19 @@ def comparison_guard(node: cst.Comparison, npu_module: bool) -> Optional[Guard]:
     others = [o for o in operands if not isinstance(o, (cst.SimpleString, cst.FormattedString))]
     if npu_module:
         return DEVICE_COMPARISON if others else None
+    if any(_names_one_of(code(o), resolvers) for o in others):
+        return IMPORTED_DEVICE_VALUE
     return RESOLVER_COMPARISON if any(_RESOLVERS.search(code(o)) for o in others) else None
+
+
+def _names_one_of(text: str, names: frozenset[str]) -> bool:
+    """Whether `text` starts with one of `names` as a whole word or dotted name (`DEVICE`, `dev.DEVICE_TYPE`,
+    `get_device()`, `get_device().type`)."""
+    head = re.match(r"[A-Za-z_][\w.]*", text)
+    if not names or head is None:
+        return False
+    dotted = head.group().rstrip(".")
+    return any(dotted == n or dotted.startswith(n + ".") for n in names)
 
 
 def _looks_up_device_module(node: cst.Call) -> bool:
@@ -428,7 +449,7 @@ def dispatch_guard(node: cst.CSTNode, shapes: FileDispatch) -> Optional[Guard]:
     if shapes.npu and kind in _NPU_GUARD_TYPES:
         guard = npu_guard(node)
     if guard is None and kind is cst.Comparison and (shapes.npu_code or shapes.selects_npu):
-        guard = comparison_guard(node, shapes.npu_code)  # type: ignore[arg-type]
+        guard = comparison_guard(node, shapes.npu_code, shapes.resolvers)  # type: ignore[arg-type]
     if guard is None and kind is cst.IfExp:
         guard = mapping_guard(node)  # type: ignore[arg-type]
     if guard is None and shapes.nvidia_tests and kind in _NVIDIA_GUARD_TYPES:
@@ -445,7 +466,11 @@ def guards_below(node: cst.CSTNode, shapes: FileDispatch, resolve) -> list[tuple
     normalisation."""
     kind = type(node)
     if kind in _BLOCK_TYPES:
-        return _block_guards(node.body) if shapes.npu else []  # type: ignore[attr-defined]
+        body = node.body  # type: ignore[attr-defined]
+        found = _block_guards(body) if shapes.npu else []
+        if shapes.npu_code or shapes.selects_npu:
+            found += _compared_arms(body, shapes)
+        return found
     out: list[tuple[cst.CSTNode, Guard]] = []
     if kind is cst.Call:
         if shapes.module_by_name and _looks_up_device_module(node):  # type: ignore[arg-type]
@@ -497,6 +522,47 @@ def _rocm_code(block: cst.BaseSuite) -> list[tuple[cst.CSTNode, Guard]]:
     return out
 
 
+def _compared_arms(body: Sequence[cst.CSTNode], shapes: FileDispatch) -> list[tuple[cst.CSTNode, Guard]]:
+    """The arm an `if` takes when a run-time device name is CUDA's (`if get_device_name() == "cuda": torch.cuda.
+    empty_cache()`; the `else` of `!= "cuda"`): the comparison stays (comparison_guard), so the arm it picks is
+    the CUDA side and stays with it. Ported alone, its body would be NPU code that the NPU never reaches."""
+    out: list[tuple[cst.CSTNode, Guard]] = []
+    for statement in body:
+        if not isinstance(statement, cst.If):
+            continue
+        test = statement.test
+        operands = _and_operands(test)
+        for operand in operands:
+            if not isinstance(operand, cst.Comparison) or len(operand.comparisons) != 1:
+                continue
+            guard = comparison_guard(operand, shapes.npu_code, shapes.resolvers)
+            if guard is None:
+                continue
+            operator = operand.comparisons[0].operator
+            if isinstance(operator, cst.Equal):
+                out.append((statement.body, guard))
+            elif isinstance(operator, cst.NotEqual) and len(operands) == 1 and isinstance(statement.orelse, cst.Else):
+                out.append((statement.orelse, guard))
+            break
+    return out
+
+
+def _and_operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    """The operands of an `and` chain (the test itself where it is none): each must hold for the arm to run."""
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _and_operands(test.left) + _and_operands(test.right)
+    return [test]
+
+
+def _exits(block: cst.BaseSuite) -> bool:
+    """Whether a block always leaves the code that follows it (its last statement returns or raises)."""
+    if not isinstance(block, cst.IndentedBlock) or not block.body:
+        return False
+    last = block.body[-1]
+    return isinstance(last, cst.SimpleStatementLine) and bool(last.body) \
+        and isinstance(last.body[-1], (cst.Return, cst.Raise))
+
+
 def _block_guards(body: Sequence[cst.CSTNode]) -> list[tuple[cst.CSTNode, Guard]]:
     """In one block, each `if` rendered once:
     - the `if`s that handle the NPU;
@@ -513,6 +579,11 @@ def _block_guards(body: Sequence[cst.CSTNode]) -> list[tuple[cst.CSTNode, Guard]
     if not npu_ifs and not tried:
         return []
     out: list[tuple[cst.CSTNode, Guard]] = [(i, NPU_BRANCH) for i in npu_ifs]
+    # `if is_npu_available(): return "npu"` and then `return "cuda"`: what follows an NPU `if` that always
+    # returns is its `else`, the other devices' side (not after a negated test: that falls through on the NPU).
+    for i in npu_ifs:
+        if i.orelse is None and _exits(i.body) and not _NEGATED_TEST.search(code(i.test)):
+            out += [(s, NPU_BRANCH) for s in body[body.index(i) + 1:]]
     out += [(i, NPU_BRANCH) for i, guard in ifs
             if guard is None and any(_CUDA_TEST.search(code(t)) for t in chain_tests(i))]
     npu_names = set(re.findall(r"\btorch\.npu\.(\w+)", " ".join(code(i) for i in npu_ifs)))

@@ -9,8 +9,11 @@ an assignment or an import).
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
+from collections.abc import Iterator
+from contextlib import contextmanager
 from functools import lru_cache
 from typing import Optional
 
@@ -34,27 +37,88 @@ def _package_root(folder: str, top: str) -> Optional[str]:
         here = parent
 
 
-@lru_cache(maxsize=64)
-def _module_text(root: str, module: str) -> Optional[str]:
+def _module_file(root: str, module: str) -> Optional[tuple[str, str, str]]:
+    """(path, text, digest) of `module` under `root` (a module file or a package's __init__.py), or None."""
     base = os.path.join(root, *module.split("."))
     for candidate in (base + ".py", os.path.join(base, "__init__.py")):
-        try:
-            return read_text(candidate)  # type: ignore[arg-type]
-        except (ReadError, OSError):
-            continue
+        found = _current(candidate)
+        if found is not None:
+            return candidate, found[0], found[1]
     return None
+
+
+def _current(path: str) -> Optional[tuple[str, str]]:
+    """(text, digest) of the file as it is now, or None: remembered while its stat says it is unchanged (a
+    process may convert the same tree twice, as the tests and a library user do)."""
+    try:
+        st = os.stat(path)
+    except OSError:
+        return None
+    return _read(path, st.st_mtime_ns, st.st_size, st.st_ino, st.st_ctime_ns)
+
+
+@lru_cache(maxsize=512)
+def _read(path: str, *stat_key: int) -> Optional[tuple[str, str]]:
+    try:
+        text = read_text(path)  # type: ignore[arg-type]
+    except (ReadError, OSError):
+        return None
+    return text, hashlib.blake2b(text.encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+# What the file being converted read of other files of its project, path -> digest of the text read: a
+# result that depends on them is valid only while they are unchanged (the cache checks them: bulk/cache).
+_reads: Optional[dict[str, str]] = None
+
+
+@contextmanager
+def recording_reads() -> Iterator[dict[str, str]]:
+    """Collect, into the dict it yields, every project file read while the block runs."""
+    global _reads
+    outer, _reads = _reads, {}
+    try:
+        yield _reads
+    finally:
+        _reads = outer
+
+
+def record_reads(reads) -> None:
+    """Count these (path, digest) pairs as read by the file being converted (recording_reads)."""
+    if _reads is not None:
+        _reads.update(reads)
+
+
+def module_text(root: str, module: str) -> Optional[str]:
+    """The text of the project's `module` under `root`, recorded as read (recording_reads)."""
+    found = _module_file(root, module)
+    if _reads is not None:
+        base = os.path.join(root, *module.split("."))
+        # A miss is recorded too (as the first place it would be): a module added later changes the answer.
+        _reads[found[0] if found else base + ".py"] = found[2] if found else ""
+    return found[1] if found else None
+
+
+def digest_of_read(path: str) -> str:
+    """What recording_reads would record for `path` now ("" for a file that is not there)."""
+    found = _current(path)
+    return found[1] if found is not None else ""
+
+
+def package_root(path: str, top: str) -> Optional[str]:
+    """The folder holding the outermost package named `top` that the file `path` lies in, or None."""
+    if not path or path.startswith("<"):
+        return None
+    return _package_root(os.path.dirname(os.path.abspath(path)), top)
 
 
 def project_defines(path: str, module: str, names: tuple[str, ...]) -> Optional[bool]:
     """Whether the project that the file `path` belongs to defines `module` with every one of `names`.
     None where the file is not part of a package named like the module's top (`verl` for verl.utils.device):
     the project then uses the installed framework, whose version decides (its pin)."""
-    if not path or path.startswith("<"):
-        return None
-    root = _package_root(os.path.dirname(os.path.abspath(path)), module.split(".", 1)[0])
+    root = package_root(path, module.split(".", 1)[0])
     if root is None:
         return None
-    text = _module_text(root, module)
+    text = module_text(root, module)
     if text is None:
         return False
     return all(re.search(_BINDING.format(re.escape(name)), text, re.M) for name in names)

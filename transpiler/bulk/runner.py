@@ -160,7 +160,8 @@ def run(files: Sequence[SourceFile], settings: Settings, on_result: OnResult,
             group = groups[group_ids[res.index]]
             if config.cache is not None and res.digest is not None and group.fingerprint is not None:
                 rel = src.rel.as_posix()
-                config.cache.put(group.fingerprint, rel, res.outcome.language, res.digest, res.outcome, res.output)
+                config.cache.put(group.fingerprint, rel, res.outcome.language, res.digest, res.outcome, res.output,
+                                 res.reads)
                 st = stats.pop(res.index, None)
                 if st is not None:
                     config.cache.index(group.fingerprint).record(rel, st, res.digest)

@@ -15,6 +15,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Optional
 
+from npu_port.transpiler.analysis.project_modules import recording_reads
 from npu_port.transpiler.core.engine import Engine
 from npu_port.transpiler.core.files import ReadError, parse_refusal, python2_hint, read_source
 from npu_port.transpiler.core.report import FileOutcome, Language
@@ -41,6 +42,7 @@ class Result:
     outcome: FileOutcome
     output: Optional[bytes]  # None when unchanged
     digest: Optional[str] = None  # of the bytes converted, for the cache; None: do not cache
+    reads: tuple[tuple[str, str], ...] = ()  # other files of the project the result depends on: (path, digest)
 
 
 def digest_of(data: bytes) -> str:
@@ -151,7 +153,8 @@ def convert_task(task: Task, settings: Settings, rules: Optional[Sequence[RuleLi
     try:
         engine = engine_for(settings, rules)
         chosen = engine.rules_named(task.rules) if task.rules else None
-        converted = engine.convert(data, task.display, task.language, chosen)
+        with recording_reads() as reads:
+            converted = engine.convert(data, task.display, task.language, chosen)
     except RecursionError:
         return failed("too deeply nested to convert (RecursionError)", digest)
     except Exception as exc:  # a rule bug must cost one file, not the run
@@ -161,7 +164,7 @@ def convert_task(task: Task, settings: Settings, rules: Optional[Sequence[RuleLi
         hint = python2_hint(data)
         if hint:
             outcome.error = f"{outcome.error} - {hint}"
-    return Result(task.index, outcome, converted.output, digest)
+    return Result(task.index, outcome, converted.output, digest, tuple(sorted(reads.items())))
 
 
 def convert_within(task: Task, timeout: float, settings: Settings,

@@ -287,11 +287,39 @@ def python_syntax_error(source: bytes | str) -> Optional[tuple[int, int, str]]:
     return None
 
 
+def analyse_python(path: str, text: str, rule_class: type[PythonRule], options: RunOptions) -> Optional[PythonRule]:
+    """A rule's state after its walk over another file of the project (`PythonContext.analyse`: what that
+    file's functions do with their parameters), or None where the file does not parse. The walk is the
+    conversion's own, its result dropped; it does not look further into other files itself."""
+    key = (path, text, rule_class, repr(options))
+    if key in _ANALYSED:
+        return _ANALYSED[key]
+    try:
+        module = parse_module(text)
+    except (cst.ParserSyntaxError, RecursionError, ValueError, SyntaxError):
+        found = None
+    else:
+        ctx = PythonContext(path, text, module, options)
+        found = rule_class(ctx)
+        try:
+            transform(module, _Dispatcher([found], ctx))
+        except RecursionError:
+            found = None
+    if len(_ANALYSED) >= 64:
+        _ANALYSED.pop(next(iter(_ANALYSED)))
+    _ANALYSED[key] = found
+    return found
+
+
+_ANALYSED: dict[tuple, Optional[PythonRule]] = {}
+
+
 def convert_python(data: bytes, path: str, rule_classes: Sequence[type[PythonRule]],
                    options: RunOptions) -> tuple[bytes, list[Finding]]:
     tree = parsed_tree(data)  # the worker's parse_refusal parsed these very bytes with Python's parser already
     module = parse(data, path)
     ctx = PythonContext(path, data.decode(module.encoding, errors="replace"), module, options, tree)
+    ctx.analyse = analyse_python
     rules = [cls(ctx) for cls in rule_classes]
     try:
         dispatcher = _Dispatcher(rules, ctx)

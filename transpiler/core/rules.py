@@ -18,6 +18,7 @@ import libcst as cst
 from npu_port.transpiler.analysis.dispatch import (
     DEVICE_COMPARISON,
     DISPATCH_PARAMETER,
+    IMPORTED_DEVICE_VALUE,
     NEEDS_TORCH_NPU,
     NPU_BRANCH,
     RESOLVER_COMPARISON,
@@ -29,6 +30,7 @@ from npu_port.transpiler.analysis.dispatch import (
 )
 from npu_port.transpiler.analysis.imports import ImportTable
 from npu_port.transpiler.analysis.locations import StatementLocations
+from npu_port.transpiler.analysis.project_devices import imported_npu_values
 from npu_port.transpiler.core.report import Finding, FindingKind, Severity
 
 if TYPE_CHECKING:
@@ -181,7 +183,7 @@ class PythonContext(FileContext):
         # Which device-dispatch shapes the text can hold (analysis/dispatch), and the nodes inside one,
         # with the reason they are left: filled by the engine's walk as it meets them (a rule asks only
         # about nodes already visited).
-        self.dispatch = FileDispatch.of(path, text)
+        self.dispatch = FileDispatch.of(path, text, imported_npu_values(path, text))
         self.npu_guarded: dict[int, Guard] = {}
         self._stack_noted = False
         self.patched: set[int] = set()  # ids of nodes inside assignment, del and patch targets
@@ -193,6 +195,9 @@ class PythonContext(FileContext):
         # What the file's rules compute once and share (a helper's per-file state), keyed by its class;
         # it goes with the context.
         self.shared: dict[type, object] = {}
+        # Runs a rule over another file of the project and gives back its state (core/python_source's
+        # analyse_python); None inside such a run, so that one file's analysis reads no third file.
+        self.analyse: Optional[Callable[[str, str, type, RunOptions], Optional[PythonRule]]] = None
 
     def resolve(self, node: cst.BaseExpression) -> Optional[str]:
         return self.imports.resolve(node)
@@ -227,7 +232,7 @@ class PythonContext(FileContext):
 
     def has_npu_branch(self) -> bool:
         """The walk met an NPU branch in the file: it runs on GPU and CPU hosts too and must keep doing so."""
-        return any(g in (NPU_BRANCH, DEVICE_COMPARISON, RESOLVER_COMPARISON, DISPATCH_PARAMETER)
+        return any(g in (NPU_BRANCH, DEVICE_COMPARISON, RESOLVER_COMPARISON, IMPORTED_DEVICE_VALUE, DISPATCH_PARAMETER)
                    for g in self.npu_guarded.values())
 
     def left_as_is(self, node: cst.CSTNode, rule: str) -> bool:

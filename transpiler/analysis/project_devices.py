@@ -1,0 +1,223 @@
+"""Device values that cross files: names a module imports from its own project that already answer the NPU's
+name where the code runs on one.
+
+Real code defines a device constant or a device-name helper once (`DEVICE_TYPE = get_device_name()`,
+`def get_device(): return "npu" if is_npu_available() else "cuda"`) and compares it in other modules
+(`if DEVICE_TYPE == "cuda": torch.cuda.reset_peak_memory_stats()`). Read file by file, that comparison looks
+like a single-device module's and would be renamed: the NPU would then take the CUDA branch. Here the
+imports of a file are followed into the project's own modules (read, never imported or run; through
+re-exports, a few levels deep) and a name counts as such a value where its definition names the NPU in
+code (torch.npu, torch_npu, an `is_*npu*` predicate, an "npu"/"hccl" literal) or uses another such name of
+its module. Every file read is recorded (project_modules.recording_reads), so that a cached result is used
+only while those files are unchanged.
+"""
+
+from __future__ import annotations
+
+import ast
+import os
+import re
+import warnings
+from functools import lru_cache
+from typing import Optional
+
+from npu_port.transpiler.analysis.project_modules import (
+    digest_of_read,
+    module_text,
+    package_root,
+    record_reads,
+    recording_reads,
+)
+
+# One `from M import a, b as c` (parenthesised or not) or `import a.b as c` at the start of a line.
+_FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)", re.M)
+_IMPORT_AS = re.compile(r"^[ \t]*import[ \t]+([\w.]+)[ \t]+as[ \t]+(\w+)", re.M)
+# The NPU named by code: torch.npu, torch_npu, an is_*npu* predicate, an "npu"/"hccl" value.
+_NPU_CODE = re.compile(r"""\btorch\.npu\b|\btorch_npu\b|\bis_\w*npu\w*|["'](?:npu|NPU|hccl|HCCL)(?::[^"'\n]*)?["']""")
+_DEPTH = 4  # re-exports followed (`from .device import get_device` in a package's __init__.py)
+
+
+def imported_npu_values(path: str, text: str) -> frozenset[str]:
+    """The local names (and `alias.NAME` dotted names) of `text`, the file at `path`, bound by an import to
+    a name of its own project whose value is the NPU's where the code runs on one."""
+    if "import" not in text or not path or path.startswith("<"):
+        return frozenset()
+    found: set[str] = set()
+    here = os.path.dirname(os.path.abspath(path))
+    for m in _FROM_IMPORT.finditer(text):
+        dots, module = m.group(1), m.group(2)
+        located = _locate(here, dots, module)
+        if located is None:
+            continue
+        root, qualified = located
+        for name, alias in _aliases(m.group(3)):
+            if _is_npu_value(root, qualified, name, _DEPTH):
+                found.add(alias)
+            elif module_text(root, f"{qualified}.{name}" if qualified else name) is not None:
+                found.update(f"{alias}.{n}" for n in _npu_names(root, f"{qualified}.{name}" if qualified else name))
+    for m in _IMPORT_AS.finditer(text):
+        located = _locate(here, "", m.group(1))
+        if located is not None:
+            found.update(f"{m.group(2)}.{n}" for n in _npu_names(*located))
+    return frozenset(found)
+
+
+def _locate(here: str, dots: str, module: str) -> Optional[tuple[str, str]]:
+    """(root, dotted module under root) of an import's module inside the project, or None where it is not
+    one of the project's (a library, or a file outside any package)."""
+    if dots:
+        base = here
+        for _ in range(len(dots) - 1):
+            base = os.path.dirname(base)
+        # A relative import inside a package: name the package from the outermost folder with __init__.py.
+        parts: list[str] = []
+        folder = base
+        while os.path.isfile(os.path.join(folder, "__init__.py")):
+            parts.insert(0, os.path.basename(folder))
+            folder = os.path.dirname(folder)
+        if not parts:
+            return None
+        return folder, ".".join(parts + ([module] if module else []))
+    if not module:
+        return None
+    root = package_root(os.path.join(here, "x.py"), module.split(".", 1)[0])
+    return (root, module) if root is not None else None
+
+
+def _aliases(names: str) -> list[tuple[str, str]]:
+    out = []
+    for part in names.strip("()").replace("\\\n", " ").split(","):
+        words = part.split()
+        if len(words) == 1 and words[0].isidentifier():
+            out.append((words[0], words[0]))
+        elif len(words) == 3 and words[1] == "as" and words[0].isidentifier() and words[2].isidentifier():
+            out.append((words[0], words[2]))
+    return out
+
+
+def _is_npu_value(root: str, module: str, name: str, depth: int) -> bool:
+    return depth > 0 and name in _npu_names(root, module, depth)
+
+
+def _npu_names(root: str, module: str, depth: int = _DEPTH) -> frozenset[str]:
+    """The top-level names of the project's `module` whose value is the NPU's name on an NPU: a def whose
+    returned values, or an assignment whose value, name the NPU or use such a name of the module, and the
+    names it re-exports."""
+    key = (root, module, depth)
+    known = _NAMES.get(key)
+    if known is None or any(digest_of_read(p) != d for p, d in known[1]):  # remembered while its files stay
+        with recording_reads() as reads:
+            names = _find_npu_names(root, module, depth)
+        known = _NAMES[key] = (names, tuple(reads.items()))
+        if len(_NAMES) > 512:
+            _NAMES.pop(next(iter(_NAMES)))
+    record_reads(known[1])  # the files behind a remembered answer count as read by every file that asks
+    return known[0]
+
+
+_NAMES: dict[tuple[str, str, int], tuple[frozenset[str], tuple[tuple[str, str], ...]]] = {}
+
+
+def _find_npu_names(root: str, module: str, depth: int) -> frozenset[str]:
+    text = module_text(root, module)
+    if text is None or "npu" not in text.lower() and "import" not in text:
+        return frozenset()
+    tree = _parse(text)
+    if tree is None:
+        return frozenset()
+    lines = text.splitlines(keepends=True)
+    sources: dict[str, str] = {}
+    found: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # What it answers, not what it does: a loader that tests for the NPU returns no device name.
+            sources[node.name] = "".join(_segment(lines, r.value) for r in ast.walk(node)
+                                         if isinstance(r, ast.Return) and r.value is not None)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    sources[target.id] = _segment(lines, node.value)
+        elif isinstance(node, ast.ImportFrom) and depth > 1:
+            # Where the module's own imports are read from: its folder (a package's: the package's own).
+            here = os.path.join(root, *(module.split(".") if _is_package(root, module) else module.split(".")[:-1]))
+            located = _locate(here, "." * node.level, node.module or "")
+            if located is None:
+                continue
+            for alias in node.names:
+                if _is_npu_value(located[0], located[1], alias.name, depth - 1):
+                    found.add(alias.asname or alias.name)
+    found.update(n for n, source in sources.items() if _NPU_CODE.search(source))
+    # Names that use a name found so far (`DEVICE = get_device_name()`), to a fixed point.
+    while True:
+        more = {n for n, source in sources.items() if n not in found
+                and any(re.search(rf"\b{re.escape(f)}\b", source) for f in found)}
+        if not more:
+            return frozenset(found)
+        found |= more
+
+
+def _is_package(root: str, module: str) -> bool:
+    return os.path.isfile(os.path.join(root, *module.split("."), "__init__.py"))
+
+
+def _segment(lines: list[str], node: ast.AST) -> str:
+    """The node's source lines, comments dropped (a comment naming the NPU is not code that does)."""
+    start, end = getattr(node, "lineno", 1), getattr(node, "end_lineno", None) or getattr(node, "lineno", 1)
+    return "".join(line.split("#", 1)[0] + "\n" for line in lines[start - 1:end])
+
+
+@lru_cache(maxsize=256)
+def _parse(text: str) -> Optional[ast.Module]:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        try:
+            return ast.parse(text)
+        except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
+            return None
+
+
+def project_function(path: str, text: str, local: str) -> Optional[tuple[str, str, str]]:
+    """(file, its text, the def's name) of the project function that `text`, the file at `path`, imports
+    under the name `local` (`from .mesh import build_mesh as local`), following re-exports; None where
+    `local` is not imported from the project or its definition is not found."""
+    if not path or path.startswith("<") or local not in text:
+        return None
+    here = os.path.dirname(os.path.abspath(path))
+    for m in _FROM_IMPORT.finditer(text):
+        for name, alias in _aliases(m.group(3)):
+            if alias == local:
+                located = _locate(here, m.group(1), m.group(2))
+                return _definition(located[0], located[1], name, _DEPTH) if located is not None else None
+    return None
+
+
+def _definition(root: str, module: str, name: str, depth: int) -> Optional[tuple[str, str, str]]:
+    text = module_text(root, module)
+    tree = _parse(text) if text is not None and depth > 0 else None
+    if text is None or tree is None:
+        return None
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.name == name:
+            base = os.path.join(root, *module.split("."))
+            return (os.path.join(base, "__init__.py") if _is_package(root, module) else base + ".py"), text, name
+        if isinstance(node, ast.ImportFrom):
+            for alias in node.names:
+                if (alias.asname or alias.name) == name:
+                    here = os.path.join(root, *(module.split(".") if _is_package(root, module) else module.split(".")[:-1]))
+                    located = _locate(here, "." * node.level, node.module or "")
+                    return _definition(located[0], located[1], alias.name, depth - 1) if located else None
+    return None
+
+
+_RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+\.", re.M)
+
+
+def imports_from_project(facts) -> bool:
+    """Whether the file (its SourceFacts) imports from its own project: a relative import, or an absolute one
+    of a package the file lies in. A scout's question: its calls may pass values into the project's functions."""
+    if facts.unsure:
+        return True
+    if _RELATIVE_IMPORT.search(facts.code):
+        return True
+    return any(package_root(facts.path, root) is not None for root in facts.imported_roots)
