@@ -99,10 +99,9 @@ class HalfPortedCondition(PythonRule):
         # whose torch.cuda is patched on purpose).
         if not (facts.has_word("npu", "torch_npu", "is_npu") or facts.any_string(lambda s: s.split(":")[0] == "npu")):
             return False
-        if npu_framework_file(facts.path, facts.code):
-            return False
-        return facts.search_code(_CUDA_CALL_OR_BUILD) or facts.has_word("fork_rng") \
-            or facts.any_string(lambda s: s.split(":")[0] in _CUDA_VALUES)
+        return (facts.search_code(_CUDA_CALL_OR_BUILD) or facts.has_word("fork_rng")
+                or facts.any_string(lambda s: s.split(":")[0] in _CUDA_VALUES)) \
+            and not npu_framework_file(facts.path, facts.code)
 
     def __init__(self, ctx):
         super().__init__(ctx)

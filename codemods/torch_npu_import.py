@@ -14,7 +14,7 @@ from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
 # Signs that a file already uses the NPU without importing torch_npu (e.g. ported by hand).
 _USES_NPU = re.compile(r"torch\.npu|from torch import npu|\.npu\(|\.is_npu\b")
 _NPU_NATIVE_IMPORT = re.compile(r"^[ \t]*(?:from|import)[ \t]+(?:torch_npu|vllm_ascend|mindspeed\w*)\b", re.M)
-_NPU_PACKAGE = re.compile(r"(?:^|[/\\])\w+_ascend[/\\]")
+_NPU_PACKAGE = re.compile(r"(?:^|[/\\])\w+_(?:ascend|npu)[/\\]")
 
 
 def _is_npu_native(path: str, text: str) -> bool:
@@ -170,8 +170,8 @@ class TorchNpuImport(PythonRule):
         `from torch import npu` that would otherwise run first. Never twice; never in files that do not
         import torch.
 
-        Files that are NPU code already (they import torch_npu, vllm_ascend or mindspeed somewhere, or
-        sit in an `*_ascend` package) get no import, and neither do files that pick the NPU at run
+        Files that are NPU code already (they import torch_npu, vllm_ascend or mindspeed somewhere, sit
+        in an `*_ascend` or `*_npu` package, or run under transfer_to_npu: docs/device-aware.md) get no import, and neither do files that pick the NPU at run
         time (an `is_torch_npu_available()` or an NPU branch): an info finding says so. A file written
         for the NPU by hand (it uses `torch.npu` and nothing in it changes) gets an info finding, not
         the import: such code often relies on torch_npu being loaded elsewhere on purpose.
@@ -214,12 +214,12 @@ class TorchNpuImport(PythonRule):
         return facts.unsure or not (_IMPORTS_TORCH_NPU.search(facts.source) or _NPU_NATIVE_IMPORT.search(facts.source))
 
     def finalize(self, original: cst.Module, updated: cst.Module) -> cst.Module:
-        # NPU code already (it imports torch_npu, vllm_ascend or mindspeed somewhere, or lives in an
-        # *_ascend package) imports torch_npu where and when it chooses: vllm-ascend keeps it out of
-        # its platform module on purpose. A file that picks the NPU at run time must keep importing on
+        # NPU code already (it imports torch_npu, vllm_ascend or mindspeed somewhere, lives in an
+        # *_ascend or *_npu package, or runs under transfer_to_npu: analysis/npu_patching) imports
+        # torch_npu where and when it chooses: vllm-ascend keeps it out of its platform module on purpose. A file that picks the NPU at run time must keep importing on
         # GPU and CPU hosts. Neither gets an unconditional import.
         if _is_npu_native(self.ctx.path, self.ctx.text) or self.ctx.dispatch.nvidia_stack \
-                or not _IMPORTS_TORCH.search(self.ctx.text):
+                or not _IMPORTS_TORCH.search(self.ctx.text) or self.ctx.dispatch.npu_framework:
             return updated
         if not self.ctx.changed:
             # Written for the NPU by hand already: torch_npu may be loaded elsewhere on purpose (its

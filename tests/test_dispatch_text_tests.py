@@ -10,6 +10,7 @@ import pytest
 
 from npu_port.transpiler.analysis.dispatch import DISPATCH_PARAMETER, FileDispatch, code, guards_below
 from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.analysis.npu_patching import PATCHING_IMPORT
 from npu_port.transpiler.core.python_source import _patch_targets
 
 
@@ -112,7 +113,7 @@ def _reference(path: str, text: str) -> dict:
             "module_by_name": d._TORCH_GETATTR.search(text) is not None,
             "cuda_flags": re.search(r"\b(?:use_)?(?:cuda|gpu)\s*=", text) is not None,
             "rocm_variables": d._ROCM_VARIABLES.search(text) is not None,
-            "stack": bool(d._NVIDIA_STACK_IMPORT.search(text)), "native": bool(d._NPU_FRAMEWORK_IMPORT.search(text)),
+            "stack": bool(d._NVIDIA_STACK_IMPORT.search(text)), "native": bool(d._NPU_FRAMEWORK_IMPORT.search(text) or PATCHING_IMPORT.search(text)),
             "predicate": d._NPU_PREDICATE.search(text) is not None, "resolvers": d._RESOLVERS.search(text) is not None,
             "compared": {m.group(1) for m in _overlapping(r"""\b(\w+)\s*(?:==|!=)\s*["'](?:npu|NPU)""", text)}
             | {m.group(1) for m in _overlapping(r"""["'](?:npu|NPU)["']\s*(?:==|!=)\s*(\w+)\b""", text)}}

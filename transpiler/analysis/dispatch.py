@@ -21,6 +21,7 @@ from typing import Optional
 import libcst as cst
 
 from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.analysis.npu_patching import framework_project, patched_by
 from npu_port.transpiler.analysis.positions import setting_lookup
 from npu_port.transpiler.core.report import Severity
 
@@ -83,11 +84,31 @@ _NVIDIA_STACK_IMPORT = re.compile(r"^[ \t]*(?:import|from)[ \t]+(cupy|nixl\w*|te
 # torch.cuda names patched onto torch.npu, tests of the non-HCCL path, configs that say "cuda" on purpose).
 # Only an unconditional (module-level) import counts: `if is_vllm_ascend_available(): from vllm_ascend ...`
 # is a file that picks the NPU at run time.
+# A package named for the NPU (vllm_ascend, verl_npu: a plugin loaded on NPU hosts) is NPU code by its path.
+# A module that runs after torch.cuda was patched onto the NPU (transfer_to_npu, MindSpeed's megatron_adaptor,
+# imported by it or by a module that importing it runs: MindSpeed-RL) is NPU code: analysis/npu_patching.
 _NPU_FRAMEWORK_IMPORT = re.compile(r"^(?:import|from)[ \t]+(vllm_ascend|mindspeed\w*)\b", re.M)
-_NPU_FRAMEWORK_PATH = re.compile(r"(?:^|/)(\w+_ascend)/")
+_NPU_FRAMEWORK_PATH = re.compile(r"(?:^|/)(\w+_(?:ascend|npu))/")
+
+
+def npu_framework_reason(path: str, text: str) -> str:
+    """Why the module at `path` (its `text`) is NPU code already, whose CUDA names are deliberate, or "".
+    The one decision convert and check read (FileDispatch.npu_framework, the check rules' scouts)."""
+    native = _NPU_FRAMEWORK_IMPORT.search(text) if ("vllm_ascend" in text or "mindspeed" in text) else None
+    if native:
+        return f"it imports {native.group(1)}"
+    package = _NPU_FRAMEWORK_PATH.search(path.replace("\\", "/"))
+    if package:
+        return f"it is part of {package.group(1)}"
+    framework = framework_project(path, text)
+    if framework:
+        return f"a module of {framework}'s project that names it"
+    return patched_by(path, text)
+
+
 def npu_framework_file(path: str, code: str) -> bool:
-    """A module of an NPU framework (vllm_ascend, mindspeed*): NPU code already, by its path or imports."""
-    return bool(_NPU_FRAMEWORK_PATH.search(path.replace("\\", "/")) or _NPU_FRAMEWORK_IMPORT.search(code))
+    """A module of an NPU framework (vllm_ascend, mindspeed*, one run under transfer_to_npu): NPU code already."""
+    return bool(npu_framework_reason(path, code))
 
 
 _NVIDIA_STACK_PATH = re.compile(r"(?:^|[/_.-])(nccl|nixl|trtllm|tensorrt)(?:[/_.-]|$)", re.I)
@@ -103,7 +124,6 @@ class FileDispatch:
     registry: bool
     cuda_flags: bool
     nvidia_stack: str  # why the whole module is NVIDIA-only, or ""
-    npu_framework: str  # why the whole module is NPU code already, or ""
     selects_npu: bool  # it picks the NPU at run time (an NPU predicate, an imported device resolver)
     module_by_name: bool  # it looks up torch's device module by a run-time name: getattr(torch, name)
     rocm_variables: bool  # it names HIP_VISIBLE_DEVICES or ROCR_VISIBLE_DEVICES
@@ -111,6 +131,13 @@ class FileDispatch:
     # Names the file imports from its own project that already answer the NPU's name on an NPU (a device
     # constant or resolver defined in another module: analysis/project_devices): comparing them is dispatch.
     resolvers: frozenset[str] = frozenset()
+    path: str = field(default="", repr=False, compare=False)
+
+    @cached_property
+    def npu_framework(self) -> str:
+        """Why the whole module is NPU code already, or "": asked only where a rule would change or report
+        something (the project-wide part reads other files)."""
+        return npu_framework_reason(self.path, self.text)
 
     @classmethod
     def of(cls, path: str, text: str, resolvers: frozenset[str] = frozenset()) -> FileDispatch:
@@ -125,10 +152,7 @@ class FileDispatch:
             name = _NVIDIA_STACK_PATH.search(path.replace("\\", "/").rsplit("/", 1)[-1])
             if name:
                 stack = f"its name says {name.group(1)}"
-        native = _NPU_FRAMEWORK_IMPORT.search(text) if ("vllm_ascend" in text or "mindspeed" in text) else None
-        package = _NPU_FRAMEWORK_PATH.search(path.replace("\\", "/"))
-        framework = f"it imports {native.group(1)}" if native else f"it is part of {package.group(1)}" if package else ""
-        return cls(module_by_name=_found_at(_TORCH_GETATTR, text, ("getattr(",)), npu_framework=framework,
+        return cls(module_by_name=_found_at(_TORCH_GETATTR, text, ("getattr(",)), path=path,
                    selects_npu=bool(resolvers) or selects_npu_at_run_time(text), npu=npu, resolvers=resolvers,
                    npu_code=npu and _found_at(_NPU_CODE, text, _NPU_CODE_STARTS),
                    nvidia_tests=_found_at(_NVIDIA_TEST, text, _NVIDIA_TEST_STARTS),
