@@ -78,7 +78,10 @@ class UnknownVerlKeyShell(ShellRule):
         entry point composes (`ppo_trainer`, `sft_trainer`, ...; the one `--config-name` names) in
         the VERL release the project uses (`check --verl-version`, `verl_version` in
         `[tool.npu-port]`, else the project's `verl` pin, or in a VERL checkout its own config,
-        else the newest release snapshotted).
+        else the newest release snapshotted). Where nothing names the release (the newest is
+        assumed), a key that another snapshotted release has is a warning, not an error: it is
+        wrong only for some releases (MindSpeed-RL's VERL launchers, written for VERL 0.6.1, which
+        its verl_npu README installs by commit); a key no release has stays an error.
         `+key=` and `++key=` add keys on purpose and are not checked; free-form dicts
         (`engine_kwargs.vllm.*`) are not looked into; a `--config-path` or a `--config-name` VERL
         does not ship means the user's own config, and turns the check off for that command.
@@ -139,4 +142,4 @@ class UnknownVerlKeyShell(ShellRule):
                       and release.unknown_key(key, c) is None), None)
         note = f"`{other}` has it: pass `--config-name={other}`" if other else ""
         self.report(word.start, f"VERL {release.version}'s {missing.config} config has no key `{missing.key}`",
-                    severity="error", hint=verl_keys.hint(missing, release, note))
+                    severity=verl_keys.unknown_key_severity(missing, self.ctx.options), hint=verl_keys.hint(missing, release, note))

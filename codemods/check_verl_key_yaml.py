@@ -83,8 +83,10 @@ class UnknownVerlKeyYaml(TextRule):
         in a key a config file adds, so what fails is VERL building a section into its dataclass
         (the section's `_target_`, whose fields are snapshotted too): a key that class has no field
         for is an error in a config composed with VERL's through `defaults`, unless the section is
-        off (`enable: false`); a field the class has though the YAML does not list is known. Other
-        unknown keys (plain dicts, configs without `defaults`, disabled sections) are warnings.
+        off (`enable: false`), or where nothing names the project's release (the newest is assumed)
+        and another snapshotted release has the key; a field the class has though the YAML does not
+        list is known. Other unknown keys (plain dicts, configs without `defaults`, disabled
+        sections) are warnings.
 
     Why:
         VERL turns most sections of its config into dataclasses (`omega_conf_to_dataclass`): an
@@ -137,7 +139,8 @@ class UnknownVerlKeyYaml(TextRule):
             message += f": {built[0].rsplit('.', 1)[-1]}, which VERL builds `{section}` into, has no field `{name}`"
             note = f"{built[0]} refuses a field it lacks when the job starts"
             if extends and not disabled:
-                severity = "error"  # composed with VERL's own config: VERL builds the section, and it fails
+                # Composed with VERL's own config: VERL builds the section, and it fails (in the release checked).
+                severity = verl_keys.unknown_key_severity(missing, self.ctx.options)
             else:
                 note += (" (the section is disabled here)" if disabled else
                          " (if what loads this file builds the section: a config without Hydra defaults is not "

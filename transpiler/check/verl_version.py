@@ -34,6 +34,7 @@ class VerlVersion:
     version: str  # the release the keys are checked against (one with a key snapshot, or a checkout's own)
     where: str  # where it came from: "requirements.txt:3 (verl==0.7.1)", "verl/version/version (0.8.0.dev)", ...
     option: str = ""  # the rule option that says it (verl_keys.release reads it); the version when empty
+    pinned: bool = True  # False where nothing said it and the newest snapshotted release is assumed
 
     @property
     def run_option(self) -> str:
@@ -53,7 +54,7 @@ def resolve(paths: Iterable[Path], given: Optional[str] = None, given_where: str
         if found is not None:
             spec, where = found
             return VerlVersion(_satisfying(spec), where)
-    return VerlVersion(verl_keys.release().version, "the newest release snapshotted (no verl pin found)")
+    return VerlVersion(verl_keys.release().version, "the newest release snapshotted (no verl pin found)", pinned=False)
 
 
 def _project_folders(paths: Iterable[Path]) -> Iterator[Path]:

@@ -92,7 +92,9 @@ def check(ctx, paths, target, select, ignore, extras, forbid, no_relative, exclu
         config.values["verl-version"], config.sources["verl-version"] = verl_version, Source("command line")
     verl = resolve_verl_version(paths, config["verl-version"], str(config.sources["verl-version"]))
     try:
-        report = run_check(list(paths), config, jobs=jobs, extra_options=(("verl_version", (verl.run_option,)),),
+        report = run_check(list(paths), config, jobs=jobs, extra_options=(("verl_version", (verl.run_option,)),
+                                                                           *((("verl_unpinned", ("1",)),)
+                                                                             if not verl.pinned else ())),
                            cache=not no_cache)
     except Exception as exc:  # our bug, not the user's: say so and exit 2
         click.echo(f"npu-port: internal error: {type(exc).__name__}: {exc}", err=True)

@@ -139,6 +139,9 @@ class RunOptions:
     rules_files: tuple[str, ...] = ()  # the user's custom mapping rows (--rules, `rules = [...]`)
     forbid: tuple[str, ...] = ()  # the packages forbidden-import reports (--forbid, `forbid = [...]`)
     verl_version: Optional[str] = None  # the VERL release a project's config keys are checked against (check)
+    # Nothing names that release (no flag, config value, pin or checkout: the newest snapshotted is assumed):
+    # a key another release has is then not known to be wrong (a warning, not an error).
+    verl_unpinned: bool = False
 
 
 class FileContext:

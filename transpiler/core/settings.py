@@ -8,7 +8,7 @@ from npu_port.transpiler.core.files import DEFAULT_MAX_BYTES
 from npu_port.transpiler.core.rules import RunOptions
 
 # The run options that travel by name in Settings.options_extra (RunOptions' fields of the same names).
-RULE_OPTIONS = ("forbid", "rules_files", "verl_version")
+RULE_OPTIONS = ("forbid", "rules_files", "verl_version", "verl_unpinned")
 
 
 @dataclass(frozen=True)
@@ -34,4 +34,5 @@ class Settings:
         return RunOptions(target=self.target, keep_cuda=self.keep_cuda, torch_version=self.torch_version,
                           runtime_env_profile=self.runtime_env_profile,
                           rules_files=tuple(extra.get("rules_files", ())), forbid=tuple(extra.get("forbid", ())),
-                          verl_version=next(iter(extra.get("verl_version", ())), None))
+                          verl_version=next(iter(extra.get("verl_version", ())), None),
+                          verl_unpinned=bool(extra.get("verl_unpinned")))

@@ -17,6 +17,7 @@ from functools import cache
 from pathlib import Path
 from typing import Optional
 
+from npu_port.transpiler.core.report import Severity
 from npu_port.transpiler.tables import api_facts, verl_configs
 from npu_port.transpiler.tables.framework_facts import INVENTED_NAMES
 
@@ -230,6 +231,13 @@ def release(version: Optional[str] = None) -> Release:
         return same_minor[-1]
     older = [r for r in known if version_key(r.version) < wanted]
     return older[-1] if older else known[0]
+
+
+def unknown_key_severity(missing: UnknownKey, options, severity: Severity = "error") -> Severity:
+    """`severity` for a key the checked release lacks; a warning where another snapshotted release has it and
+    nothing names the project's release (options.verl_unpinned: the newest was assumed): the key is wrong
+    only for some releases, and which one the project runs is not known."""
+    return "warning" if missing.known_in and getattr(options, "verl_unpinned", False) else severity
 
 
 def hint(missing: UnknownKey, checked: Release, note: str = "") -> str:
