@@ -86,7 +86,10 @@ class VllmDeviceArg(PythonRule):
         device = keyword(updated, "device")
         if device is None:
             return updated
-        value = device.value
+        # What the code wrote, not what another rule made of it: --keep-cuda's device-string turns "cuda"
+        # into `current_platform.device_type`, which vLLM refuses as much.
+        written = keyword(original, "device")
+        value = written.value if written is not None else device.value
         literal = string_value(value) is not None or (isinstance(value, cst.Name) and value.value == "None")
         if not literal:
             self.report(cast(cst.Arg, keyword(original, "device")), f"{name}(device=...): {REMOVED_IN}", severity="error",
