@@ -85,7 +85,9 @@ class TensorCudaMethod(PythonRule):
         `.to(f"npu:{local_rank}")`, a device value is passed on, `non_blocking=` stays; a device argument
         of unknown kind (`.cuda(dev)`) is left and reported. `t.is_cuda` becomes `t.is_npu`, on any
         object that is not an imported module, but not in an `assert`: `assert x.is_cuda` guards a kernel
-        that runs on CUDA alone (reported, info).
+        that runs on CUDA alone (reported, info), unless it asserts where the code just put the object
+        (`assert torch.ones(1).cuda().is_cuda`, `m = Net().cuda()` then `assert m.weight.is_cuda` in the
+        same scope): that `.cuda()` is ported, so is the assert, which would fail on the NPU.
 
     Why:
         torch_npu adds `Tensor.npu`, `Module.npu` and `Tensor.is_npu`; `.cuda()` fails without CUDA. A
@@ -128,6 +130,7 @@ class TensorCudaMethod(PythonRule):
         self._torch: list[set[str]] = [set()]  # per scope: names known to hold a torch tensor or module
         self._modules: set[str] = set()  # classes of this file that are torch modules
         self._asserts = 0  # depth of assert statements
+        self._moved: list[set[str]] = [set()]  # per scope: names assigned from a `.cuda()` this walk rewrote
 
     def _is_torch_object(self, node: cst.BaseExpression) -> bool:
         """Whether `node` is known to be a torch tensor or module (which have `.npu()`): built by a torch
@@ -172,6 +175,7 @@ class TensorCudaMethod(PythonRule):
         return lacks_npu_class(name, self._to_device)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._moved.append(set())
         self._built.append(set())
         self._torch.append({p.name.value for p in (*node.params.params, *node.params.kwonly_params,
                                                     *node.params.posonly_params)
@@ -179,6 +183,7 @@ class TensorCudaMethod(PythonRule):
                             and self.ctx.resolve(p.annotation.annotation) in _TORCH_TYPES})
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
+        self._moved.pop()
         self._built.pop()
         self._torch.pop()
         return updated
@@ -279,7 +284,22 @@ class TensorCudaMethod(PythonRule):
         self._asserts -= 1
         return updated
 
+    def leave_Assign(self, original: cst.Assign, updated: cst.Assign) -> cst.Assign:
+        # `m = Net().cuda()` whose `.cuda()` this walk rewrote: what `m` holds is on the NPU now.
+        moved = _moved_here(original.value, updated.value)
+        for target in original.targets:
+            if isinstance(target.target, cst.Name):
+                (self._moved[-1].add if moved else self._moved[-1].discard)(target.target.value)
+        return updated
+
     def leave_Attribute(self, original: cst.Attribute, updated: cst.Attribute):
+        if original.attr.value == "is_cuda" and self._asserts and not self._own_is_cuda \
+                and (_moved_here(original.value, updated.value) or _root_name(original.value) in self._moved[-1]):
+            # `assert torch.ones(1).cuda().is_cuda`, `m = Net().cuda(); assert m.weight.is_cuda`: a test of
+            # where the code just placed the object, which this walk moved to the NPU; left, it fails there.
+            return self.rewrite(original, updated, updated.with_changes(attr=cst.Name("is_npu")),
+                                "`.is_cuda` -> `.is_npu` (asserted of what the code moved to the NPU)",
+                                portable=lambda: _on_accelerator(updated.value))
         if original.attr.value == "is_cuda" and self._asserts:
             # `assert x.is_cuda` guards a CUDA-only kernel (CuTe, cuda.bindings, a CUDA extension): as
             # `is_npu` it would let NPU tensors into it.
@@ -290,3 +310,30 @@ class TensorCudaMethod(PythonRule):
             return self.rewrite(original, updated, updated.with_changes(attr=cst.Name("is_npu")),
                                 "`.is_cuda` -> `.is_npu`", portable=lambda: _on_accelerator(updated.value))
         return updated
+
+
+def _moved_here(original: cst.BaseExpression, updated: cst.BaseExpression) -> bool:
+    """Whether `original` ends in a `.cuda(...)` call chain (`Net().cuda()`, `x.cuda().float()`) that the walk
+    rewrote in `updated` (`.npu()`, `.to("npu")`)."""
+    node = original
+    while isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+        if node.func.attr.value == "cuda":
+            return not updated.deep_equals(original)
+        node = node.func.value
+    return False
+
+
+def _root_name(node: cst.BaseExpression) -> str:
+    """The name an attribute, subscript or method chain starts from (`m` of `next(m.parameters()).weight`)."""
+    while True:
+        if isinstance(node, (cst.Attribute, cst.Subscript)):
+            node = node.value
+        elif isinstance(node, cst.Call):
+            if isinstance(node.func, cst.Attribute):
+                node = node.func.value
+            elif isinstance(node.func, cst.Name) and node.func.value == "next" and node.args:
+                node = node.args[0].value
+            else:
+                return ""
+        else:
+            return node.value if isinstance(node, cst.Name) else ""
