@@ -179,6 +179,12 @@ class PositionFinder:
         if isinstance(func, cst.Attribute) and func.attr.value in ("startswith", "endswith") \
                 and self._compared(func.value) and positional:
             yield from string_leaves(positional[0].value)  # str(x.device).startswith("cuda")
+        if isinstance(func, cst.Attribute) and func.attr.value in _EQUALITY_ASSERTS and len(positional) >= 2:
+            # unittest's assertEqual(x.device.type, "cuda"): the comparison `x.device.type == "cuda"` is.
+            first, second = positional[0].value, positional[1].value
+            if self._compared(first) or self._compared(second):
+                yield from string_leaves(first)
+                yield from string_leaves(second)
         if isinstance(func, cst.Attribute) and func.attr.value == "add_argument" \
                 and p.names_setting(_argparse_dest(call)):
             for arg in call.args:
@@ -271,6 +277,9 @@ class PositionFinder:
             for o in operands:
                 yield from string_leaves(o)
 
+
+
+_EQUALITY_ASSERTS = frozenset({"assertEqual", "assertEquals", "assertNotEqual", "assertNotEquals"})
 
 
 def setting_lookup(call: cst.Call) -> Optional[tuple[str, cst.BaseExpression]]:
