@@ -37,3 +37,12 @@ def portable_communicator(target: str, qualified: str, text: str) -> Optional[Co
     """The row for an imported name that the file can port (it calls no CUDA-only method), or None."""
     row = communicators(target).get(qualified)
     return row if row is not None and row.method_missing_on_npu(text) is None else None
+
+
+def portable_statement(target: str, module: str, names: list[str], text: str) -> bool:
+    """Whether `from module import names` moves to the counterparts whole (vllm-pyhccl): every name has a row
+    the file can port, and their counterparts live in one module. A statement that moves in part does not."""
+    rows = [portable_communicator(target, f"{module}.{n}", text) for n in names]
+    if not rows or any(r is None for r in rows):
+        return False
+    return len({r.npu.rsplit(".", 1)[0] for r in rows if r is not None}) == 1

@@ -9,7 +9,7 @@ from typing import Optional, cast
 
 import libcst as cst
 
-from npu_port.codemods._communicators import portable_communicator
+from npu_port.codemods._communicators import portable_statement
 from npu_port.transpiler.analysis.imports import dotted_name, iter_scope_statements, leftmost_name
 from npu_port.transpiler.core.report import Severity
 from npu_port.transpiler.core.rules import PythonRule
@@ -273,10 +273,12 @@ class UnsupportedCudaLibraries(PythonRule):
         # One finding per library row and statement, at the first name that needs it.
         seen: dict[LibraryRow, list[str]] = {}
         first: dict[LibraryRow, cst.ImportAlias] = {}
+        ported = portable_statement(self.ctx.target, module, [dotted_name(a.name) or "" for a in node.names],
+                                    self.ctx.text)
         for alias in node.names:
             name = dotted_name(alias.name)
             row = import_row(self.ctx.target, f"{module}.{name}") if name else None
-            if row is not None and portable_communicator(self.ctx.target, f"{module}.{name}", self.ctx.text):
+            if row is not None and ported:
                 self._ported.add(self._local_of(alias))  # vllm-pyhccl ports it: neither it nor its uses are left
                 continue
             self._bind(alias, f"{module}.{name}", row, node, from_import=True)

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Optional
+from typing import Optional, cast
 
 import libcst as cst
 
@@ -27,7 +27,13 @@ class VllmPyHccl(PythonRule):
         PyNcclCommunicator`: the uses keep their name, as verl and trl write it. Only where the file calls
         no method that the HCCL communicator lacks (`send`, `recv`, `all_gather`, `reduce_scatter`, ...:
         codemods/data/ascend/communicators.yaml); otherwise the import stays and is reported with the
-        method, as is an import under another name (`import ...pynccl as m`).
+        method, as is an import under another name (`import ...pynccl as m`). The same for vLLM's NCCL
+        weight-transfer engine: `from vllm.distributed.weight_transfer.nccl_engine import
+        NCCLTrainerSendWeightsArgs, NCCLWeightTransferEngine` becomes vllm-ascend's `HCCLTrainerSendWeightsArgs
+        as NCCLTrainerSendWeightsArgs, HCCLWeightTransferEngine as NCCLWeightTransferEngine` (the trainer side
+        of the "hccl" weight-transfer backend that nccl-backend writes into WeightTransferConfig). A statement
+        moves whole or not at all: one that also imports a name without a counterpart stays, reported by
+        unsupported-cuda-libs.
 
     Why:
         PyNcclCommunicator loads libnccl through ctypes and fails on Ascend; vllm-ascend's
@@ -53,29 +59,43 @@ class VllmPyHccl(PythonRule):
 
     ID = "vllm-pyhccl"
     SAFETY = "review"
-    TRIGGERS = ("PyNcclCommunicator",)
+    TRIGGERS = ("PyNcclCommunicator", "nccl_engine")
 
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
         if len(updated.body) != 1 or not isinstance(updated.body[0], cst.ImportFrom):
             return updated
         node = updated.body[0]
         module = dotted_name(node.module) if node.module is not None and not node.relative else None
-        if module is None or isinstance(node.names, cst.ImportStar) or len(node.names) != 1:
+        if module is None or isinstance(node.names, cst.ImportStar):
             return updated
-        alias = node.names[0]
-        qualified = f"{module}.{dotted_name(alias.name)}"
-        row = communicators(self.ctx.target).get(qualified)
-        if row is None:
+        rows = [communicators(self.ctx.target).get(f"{module}.{dotted_name(alias.name)}") for alias in node.names]
+        if not any(rows):
             return updated
-        if portable_communicator(self.ctx.target, qualified, self.ctx.text) is None:
-            self.report(original, kept_message(qualified, row, self.ctx.text), hint=KEPT_HINT)
+        # One statement, one decision: every name it imports has a counterpart the file can use, or none moves
+        # (`from ...nccl_engine import NCCLTrainerSendWeightsArgs, NCCLWeightTransferEngine` moves whole).
+        for alias, row in zip(node.names, rows):
+            qualified = f"{module}.{dotted_name(alias.name)}"
+            if row is None:
+                return updated  # unsupported-cuda-libs reports the statement
+            if portable_communicator(self.ctx.target, qualified, self.ctx.text) is None:
+                self.report(original, kept_message(qualified, row, self.ctx.text), hint=KEPT_HINT)
+                return updated
+        npu_module = rows[0].npu.rsplit(".", 1)[0]  # type: ignore[union-attr]
+        if any(r.npu.rsplit(".", 1)[0] != npu_module for r in rows):  # type: ignore[union-attr]
             return updated
-        local = dotted_name(alias.asname.name) if alias.asname is not None else qualified.rsplit(".", 1)[-1]
-        npu_module, npu_name = row.npu.rsplit(".", 1)
-        npu = updated.with_changes(body=[cst.ImportFrom(
-            module=dotted_expr(npu_module),  # type: ignore[arg-type]
-            names=[cst.ImportAlias(name=cst.Name(npu_name), asname=cst.AsName(name=cst.Name(local or npu_name)))])])
-        return self.rewrite(original, updated, npu, f"`{qualified}` -> `{row.npu}` (as {local})",
+        aliases = []
+        for alias, row in zip(node.names, rows):
+            qualified = f"{module}.{dotted_name(alias.name)}"
+            local = dotted_name(alias.asname.name) if alias.asname is not None else qualified.rsplit(".", 1)[-1]
+            npu_name = row.npu.rsplit(".", 1)[1]  # type: ignore[union-attr]
+            aliases.append(cst.ImportAlias(name=cst.Name(npu_name), asname=cst.AsName(name=cst.Name(local or npu_name)),
+                                           comma=alias.comma))
+        npu = updated.with_changes(body=[cst.ImportFrom(module=dotted_expr(npu_module),  # type: ignore[arg-type]
+                                                        names=aliases)])
+        shown = ", ".join(f"`{r.cuda}` -> `{r.npu}`" for r in rows if r is not None)
+        locals_ = ", ".join(cast(str, a.asname.name.value) for a in aliases if a.asname is not None  # type: ignore[union-attr]
+                            and isinstance(a.asname.name, cst.Name))
+        return self.rewrite(original, updated, npu, f"{shown} (as {locals_})",
                             portable=lambda: self._branch(updated, npu))
 
     def _branch(self, cuda_line: cst.SimpleStatementLine, npu_line: cst.SimpleStatementLine) -> Optional[cst.If]:
