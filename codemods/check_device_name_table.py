@@ -185,11 +185,11 @@ class DeviceNameTable(PythonRule):
             left, right = self._tested_names(test.left), self._tested_names(test.right)
             return None if left is None or right is None else left + right
         if isinstance(test, cst.Comparison) and len(test.comparisons) == 1:
-            operator, right = test.comparisons[0].operator, test.comparisons[0].comparator
-            if isinstance(operator, cst.In) and isinstance(test.left, cst.SimpleString) and self._is_device_name(right):
+            operator, compared = test.comparisons[0].operator, test.comparisons[0].comparator
+            if isinstance(operator, cst.In) and isinstance(test.left, cst.SimpleString) and self._is_device_name(compared):
                 return [str(test.left.evaluated_value)]
             if isinstance(operator, cst.Equal):
-                for value, other in ((test.left, right), (right, test.left)):
+                for value, other in ((test.left, compared), (compared, test.left)):
                     if isinstance(value, cst.SimpleString) and self._is_device_name(other):
                         return [str(value.evaluated_value)]
         if isinstance(test, cst.Call) and isinstance(test.func, cst.Attribute) \

@@ -1,6 +1,6 @@
 from __future__ import annotations
 
-from typing import Optional, cast
+from typing import Optional
 
 import libcst as cst
 
@@ -93,8 +93,8 @@ class VllmPyHccl(PythonRule):
         npu = updated.with_changes(body=[cst.ImportFrom(module=dotted_expr(npu_module),  # type: ignore[arg-type]
                                                         names=aliases)])
         shown = ", ".join(f"`{r.cuda}` -> `{r.npu}`" for r in rows if r is not None)
-        locals_ = ", ".join(cast(str, a.asname.name.value) for a in aliases if a.asname is not None  # type: ignore[union-attr]
-                            and isinstance(a.asname.name, cst.Name))
+        locals_ = ", ".join(a.asname.name.value for a in aliases
+                            if a.asname is not None and isinstance(a.asname.name, cst.Name))
         return self.rewrite(original, updated, npu, f"{shown} (as {locals_})",
                             portable=lambda: self._branch(updated, npu))
 
