@@ -6,6 +6,7 @@ from typing import Optional, cast
 
 import libcst as cst
 
+from npu_port.codemods._env_name_sets import NameSet, name_sets, with_additions
 from npu_port.codemods._env_table import EnvVarTable, env_triggers
 from npu_port.transpiler.analysis.env_positions import EnvName, EnvPositions, single_index
 from npu_port.transpiler.analysis.literals import string_value, with_string_value
@@ -25,6 +26,11 @@ class EnvVarNames(PythonRule):
         getenv` and `import os as _os` are resolved through the imports.
         Variables Ascend still reads (CUDA_DEVICE_MAX_CONNECTIONS, NCCL_DEBUG, CUDA_HOME) stay; NCCL tuning
         with no HCCL equivalent (NCCL_IB_*, NCCL_P2P_DISABLE, ...) stays and is reported with a hint.
+        A set, list or tuple of variable names used as a set of environment names (stripped from or copied
+        out of the environment: `k not in NAMES` while looping over `os.environ.items()`, `for n in NAMES:
+        os.environ.get(n)`) gains the renamed name beside the CUDA one, which stays (a registry of names must
+        match the renamed reads); one that is also indexed, passed on or rebound is left and reported
+        (codemods/_env_name_sets.py).
 
     Why:
         torch_npu, Ray and vllm-ascend read the Ascend names; the CUDA names are silently ignored, so a
@@ -33,6 +39,8 @@ class EnvVarNames(PythonRule):
     Example:
         os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"    ->  os.environ["ASCEND_RT_VISIBLE_DEVICES"] = "0,1"
         logger.info("CUDA_VISIBLE_DEVICES=%s", ids)   ->  unchanged (a log message, not a position)
+        EXCLUDED = {"CUDA_VISIBLE_DEVICES"}           ->  {"CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES"}
+            (when `{k: v for k, v in os.environ.items() if k not in EXCLUDED}` uses it)
 
     With --keep-cuda:
         os.environ["CUDA_VISIBLE_DEVICES"] = "0,1"
@@ -66,6 +74,34 @@ class EnvVarNames(PythonRule):
         # script written for both platforms may already set the target name there.
         self._siblings: dict[cst.CSTNode, frozenset[str]] = {}
         self._both: dict[cst.CSTNode, cst.Assign] = {}  # --keep-cuda: name node -> its assignment
+        self._name_sets: dict[cst.CSTNode, NameSet] = {}
+
+    def visit_Module(self, node: cst.Module) -> None:
+        complete, left = name_sets(node, EnvPositions(self.ctx.imports), self.table)
+        self._name_sets = {names.node: names for names in complete}
+        for names in left:
+            listed = ", ".join(f"{new} beside {old}" for _, old, new in names.additions)
+            self.report(names.node, "a set of environment-variable names that is also used otherwise (indexed, "
+                        f"passed on or rebound); left as is, though the NPU process needs {listed}",
+                        severity="warning", hint=f"add {listed} where the names are stripped or copied")
+
+    def _completed(self, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.BaseExpression:
+        names = self._name_sets.get(original)
+        if names is None or not isinstance(updated, (cst.Set, cst.List, cst.Tuple)):
+            return updated
+        listed = ", ".join(f"{new} beside {old}" for _, old, new in names.additions)
+        new = with_additions(updated, names.additions)
+        return self.rewrite(original, updated, new, f"environment-variable name set: {listed} (the reads are renamed)",
+                            portable=lambda: new)
+
+    def leave_Set(self, original: cst.Set, updated: cst.Set) -> cst.BaseExpression:
+        return self._completed(original, updated)
+
+    def leave_List(self, original: cst.List, updated: cst.List) -> cst.BaseExpression:
+        return self._completed(original, updated)
+
+    def leave_Tuple(self, original: cst.Tuple, updated: cst.Tuple) -> cst.BaseExpression:
+        return self._completed(original, updated)
 
     def _take(self, found: list[EnvName]) -> None:
         for env in found:

@@ -1,0 +1,275 @@
+"""Collections of environment-variable names used as a set: the names a process strips from, or copies out
+of, the environment (`EXCLUDED = {"CUDA_VISIBLE_DEVICES", "ROCR_VISIBLE_DEVICES"}` and
+`{k: v for k, v in os.environ.items() if k not in EXCLUDED}`; `for name in KEYS: os.environ.get(name)`).
+
+Such a collection is a registry of names. Where env-var-names renames the reads and writes of a CUDA name
+to the name the target reads, the registry must hold the target's name as well, or the worker keeps (or
+loses) the very variable it was meant to lose (or keep). The CUDA entry stays: the registry still
+describes the CUDA process, and adding a name to a set that is only tested for membership or iterated
+over changes nothing else.
+
+One decision per collection, made for the whole file before the walk:
+
+- the collection is a set, list or tuple display of string literals only, each spelled like a variable
+  name (`[A-Z][A-Z0-9_]*`), at least one of which the table renames;
+- it is used as a set of variable names: written inline as the right side of `in` / `not in` or as what a
+  `for` or comprehension iterates, or bound once to a name whose every use in the file is one of those;
+- at least one of those uses is about the environment: the membership test's left side is a name bound
+  by a loop over the environment (`os.environ`, its `.items()` / `.keys()`, a copy), or the loop over the
+  collection keys the environment by its variable (`os.environ[n]`, `.get(n)`, `.pop(n)`, `os.getenv(n)`,
+  `n in os.environ`).
+
+A collection that is an environment registry by the last test but is also used otherwise (indexed,
+unpacked, passed on, rebound) is left and reported: adding an element would shift positions or change
+what a callee receives.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Optional, Union
+
+import libcst as cst
+
+from npu_port.codemods._env_table import EnvVarTable
+from npu_port.transpiler.analysis.env_positions import KEY_METHODS, NAME_FUNCTIONS, EnvPositions, single_index
+from npu_port.transpiler.analysis.literals import string_value
+
+Collection = Union[cst.Set, cst.List, cst.Tuple]
+_NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")
+
+
+@dataclass
+class NameSet:
+    node: Collection
+    additions: list[tuple[int, str, str]]  # (element index, CUDA name, name to add after it)
+    env_use: bool = False
+    other_use: bool = False
+    bindings: int = 1
+    uses: list[cst.CSTNode] = field(default_factory=list)
+
+
+def additions(node: cst.BaseExpression, table: EnvVarTable) -> Optional[list[tuple[int, str, str]]]:
+    """The names to add to a display of variable names, or None when it is no such display."""
+    if not isinstance(node, (cst.Set, cst.List, cst.Tuple)) or not node.elements:
+        return None
+    names = []
+    for el in node.elements:
+        value = string_value(el.value) if isinstance(el, cst.Element) else None
+        if value is None or not _NAME.match(value):
+            return None
+        names.append(value)
+    found: list[tuple[int, str, str]] = []
+    for i, name in enumerate(names):
+        row = table.lookup(name)
+        if row is not None and row.status == "rename" and row.npu and row.npu not in names:
+            if all(row.npu != added for _, _, added in found):
+                found.append((i, name, row.npu))
+    return found or None
+
+
+def _loop_names(target: cst.BaseExpression) -> set[str]:
+    if isinstance(target, cst.Name):
+        return {target.value}
+    if isinstance(target, (cst.Tuple, cst.List)) and target.elements:
+        first = target.elements[0].value  # `for k, v in os.environ.items()`: k is the name
+        return {first.value} if isinstance(first, cst.Name) else set()
+    return set()
+
+
+class _Finder(cst.CSTVisitor):
+    def __init__(self, positions: EnvPositions, table: EnvVarTable):
+        self.positions = positions
+        self.table = table
+        self.by_name: dict[str, NameSet] = {}
+        self.inline: dict[cst.CSTNode, NameSet] = {}
+        self._env_loops: list[set[str]] = []  # names bound by enclosing loops over the environment
+        self._targets: set[cst.CSTNode] = set()
+        self._attr_names: set[cst.CSTNode] = set()
+        self._judged: set[cst.CSTNode] = set()
+
+    # -- bindings ---------------------------------------------------------------------------------
+    def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
+        if not isinstance(target, cst.Name):
+            return
+        self._targets.add(target)
+        found = additions(value, self.table) if value is not None else None
+        prior = self.by_name.get(target.value)
+        if prior is not None:
+            prior.bindings += 1
+        elif found is not None:
+            assert isinstance(value, (cst.Set, cst.List, cst.Tuple))
+            self.by_name[target.value] = NameSet(value, found)
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self.positions.track_assignment([t.target for t in node.targets], node.value)
+        for t in node.targets:
+            self._bind(t.target, node.value if len(node.targets) == 1 else None)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.positions.track_assignment([node.target], node.value)
+        self._bind(node.target, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.target, cst.Name):
+            self._targets.add(node.target)
+            if node.target.value in self.by_name:
+                self.by_name[node.target.value].other_use = True
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        self._attr_names.add(node.attr)
+
+    # -- uses -------------------------------------------------------------------------------------
+    def _iterates_env(self, it: cst.BaseExpression) -> bool:
+        if isinstance(it, cst.Call) and isinstance(it.func, cst.Attribute) and not it.args \
+                and it.func.attr.value in ("items", "keys"):
+            it = it.func.value
+        return self.positions.is_env_mapping(it)
+
+    def _keys_env_by(self, body: cst.CSTNode, names: set[str]) -> bool:
+        """Whether `body` keys the environment by one of `names`."""
+        hit = False
+        positions = self.positions
+
+        class Keys(cst.CSTVisitor):
+            def visit_Subscript(self, node: cst.Subscript) -> None:
+                nonlocal hit
+                key = single_index(node)
+                if isinstance(key, cst.Name) and key.value in names and positions.is_env_mapping(node.value):
+                    hit = True
+
+            def visit_Call(self, node: cst.Call) -> None:
+                nonlocal hit
+                first = node.args[0].value if node.args and node.args[0].keyword is None else None
+                if not (isinstance(first, cst.Name) and first.value in names):
+                    return
+                func = node.func
+                if isinstance(func, cst.Attribute) and func.attr.value in KEY_METHODS \
+                        and positions.is_env_mapping(func.value):
+                    hit = True
+                elif positions.imports.resolve(func) in NAME_FUNCTIONS:
+                    hit = True
+
+            def visit_Comparison(self, node: cst.Comparison) -> None:
+                nonlocal hit
+                if isinstance(node.left, cst.Name) and node.left.value in names and any(
+                        isinstance(c.operator, (cst.In, cst.NotIn)) and positions.is_env_mapping(c.comparator)
+                        for c in node.comparisons):
+                    hit = True
+
+        body.visit(Keys())
+        return hit
+
+    def _collection(self, expr: cst.BaseExpression) -> Optional[NameSet]:
+        if isinstance(expr, cst.Name):
+            return self.by_name.get(expr.value)
+        found = additions(expr, self.table)
+        if found is None:
+            return None
+        assert isinstance(expr, (cst.Set, cst.List, cst.Tuple))
+        return self.inline.setdefault(expr, NameSet(expr, found))
+
+    def _judge(self, expr: cst.BaseExpression, env: bool) -> None:
+        names = self._collection(expr)
+        if names is None:
+            return
+        self._judged.add(expr)
+        names.uses.append(expr)
+        names.env_use = names.env_use or env
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        left = node.left
+        for c in node.comparisons:
+            if isinstance(c.operator, (cst.In, cst.NotIn)):
+                env = isinstance(left, cst.Name) and any(left.value in loop for loop in self._env_loops)
+                self._judge(c.comparator, env)
+            left = c.comparator
+
+    def _loop(self, target: cst.BaseExpression, it: cst.BaseExpression, body: cst.CSTNode) -> None:
+        self._judge(it, self._keys_env_by(body, _loop_names(target)))
+        self._env_loops.append(_loop_names(target) if self._iterates_env(it) else set())
+
+    def visit_For(self, node: cst.For) -> None:
+        self._loop(node.target, node.iter, node.body)
+
+    def leave_For(self, original_node: cst.For) -> None:
+        self._env_loops.pop()
+
+    def _comprehension(self, node: Union[cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp]) -> None:
+        # The loops of a comprehension enclose its element and conditions.
+        elt = node.key if isinstance(node, cst.DictComp) else node.elt
+        part: Optional[cst.CompFor] = node.for_in
+        while part is not None:
+            self._judge(part.iter, self._keys_env_by(elt, _loop_names(part.target)))
+            self._env_loops.append(_loop_names(part.target) if self._iterates_env(part.iter) else set())
+            part = part.inner_for_in
+
+    def _leave_comprehension(self, node: Union[cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp]) -> None:
+        part: Optional[cst.CompFor] = node.for_in
+        while part is not None:
+            self._env_loops.pop()
+            part = part.inner_for_in
+
+    def visit_ListComp(self, node: cst.ListComp) -> None:
+        self._comprehension(node)
+
+    def leave_ListComp(self, original_node: cst.ListComp) -> None:
+        self._leave_comprehension(original_node)
+
+    def visit_SetComp(self, node: cst.SetComp) -> None:
+        self._comprehension(node)
+
+    def leave_SetComp(self, original_node: cst.SetComp) -> None:
+        self._leave_comprehension(original_node)
+
+    def visit_GeneratorExp(self, node: cst.GeneratorExp) -> None:
+        self._comprehension(node)
+
+    def leave_GeneratorExp(self, original_node: cst.GeneratorExp) -> None:
+        self._leave_comprehension(original_node)
+
+    def visit_DictComp(self, node: cst.DictComp) -> None:
+        self._comprehension(node)
+
+    def leave_DictComp(self, original_node: cst.DictComp) -> None:
+        self._leave_comprehension(original_node)
+
+    def visit_Name(self, node: cst.Name) -> None:
+        names = self.by_name.get(node.value)
+        if names is None or node in self._targets or node in self._judged or node in self._attr_names:
+            return
+        names.other_use = True  # a use that is no membership test or loop: indexed, passed on, returned
+
+
+def name_sets(module: cst.Module, positions: EnvPositions, table: EnvVarTable) -> tuple[list[NameSet], list[NameSet]]:
+    """(collections to complete, environment registries left because of another use) in `module`."""
+    finder = _Finder(positions, table)
+    module.visit(finder)
+    complete, left = [], []
+    for names in [*finder.by_name.values(), *finder.inline.values()]:
+        if not names.env_use:
+            continue
+        if names.other_use or names.bindings > 1:
+            left.append(names)
+        else:
+            complete.append(names)
+    return complete, left
+
+
+def with_additions(node: Collection, found: list[tuple[int, str, str]]) -> Collection:
+    """`node` with each added name right after its CUDA entry, spelled and separated like it."""
+    elements = list(node.elements)
+    for i, _, new in sorted(found, reverse=True):
+        el = elements[i]
+        assert isinstance(el, cst.Element) and isinstance(el.value, cst.SimpleString)
+        value = el.value.with_changes(value=f"{el.value.prefix}{el.value.quote}{new}{el.value.quote}")
+        added = el.with_changes(value=value)
+        last = i == len(elements) - 1
+        if isinstance(el.comma, cst.MaybeSentinel) or (last and isinstance(el.comma.whitespace_after, cst.SimpleWhitespace)
+                                                       and not el.comma.whitespace_after.value):
+            # The last element (or `("CUDA_VISIBLE_DEVICES",)`): it is followed by ", ", the added one
+            # ends as the CUDA one did.
+            elements[i] = el.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
+        elements.insert(i + 1, added)
+    return node.with_changes(elements=elements)
