@@ -71,6 +71,9 @@ class OneSidedDeviceAssert(PythonRule):
 
     @classmethod
     def scout(cls, facts, options) -> bool:
+        # A "cuda" value or `.is_cuda` to assert, an assert, a device, and the NPU in the code.
+        if not (facts.has_word("is_cuda") or facts.any_string(lambda s: s.split(":")[0] == "cuda")):
+            return False
         return facts.has_word("assert", "assertEqual", "assertEquals", "assertTrue") \
             and (facts.has_word("device", "is_cuda") or facts.search_code(_DEVICE_ATTRIBUTE)) \
             and (facts.has_word("npu", "torch_npu") or facts.search_code(_NPU_SELECTION)
@@ -79,7 +82,7 @@ class OneSidedDeviceAssert(PythonRule):
     def __init__(self, ctx):
         super().__init__(ctx)
         self._cuda_gates = 0  # depth of `if`s and functions that run on CUDA alone
-        self._functions: list[str] = []  # the code of each enclosing function
+        self._functions: list[cst.FunctionDef] = []  # the enclosing functions, rendered only when asked
 
     def _runs_on_npu(self) -> bool:
         shapes = self.ctx.dispatch
@@ -98,7 +101,7 @@ class OneSidedDeviceAssert(PythonRule):
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         gated = any(_asks_cuda(d.decorator) for d in node.decorators)
         self._cuda_gates += gated
-        self._functions.append(code(node.body) if _CUDA_IN_ASSERT.search(code(node.body)) else "")
+        self._functions.append(node)
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
         self._cuda_gates -= any(_asks_cuda(d.decorator) for d in original.decorators)
@@ -134,7 +137,7 @@ class OneSidedDeviceAssert(PythonRule):
                 and test.args and _cuda_value(test.args[0].value) and _device_expression(_unstr(test.func.value)):
             return "asserts the device is CUDA's"
         if isinstance(test, cst.Attribute) and test.attr.value == "is_cuda" and self._functions \
-                and _NPU_IN_CODE.search(self._functions[-1]):
+                and _NPU_IN_CODE.search(code(self._functions[-1].body)):
             return "asserts `.is_cuda` in a function that places its tensors on the NPU"
         return None
 
@@ -147,7 +150,6 @@ class OneSidedDeviceAssert(PythonRule):
 
 _DEVICE_ATTRIBUTE = re.compile(r"\.device\b")
 _NPU_SELECTION = re.compile(r"\bis_\w*npu\w*|\bget_device_name\b|\bget_torch_device\b|\btorch_device\b")
-_CUDA_IN_ASSERT = re.compile(r"\bis_cuda\b")
 
 
 def _asks_cuda(node: cst.BaseExpression) -> bool:

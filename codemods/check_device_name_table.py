@@ -11,10 +11,11 @@ from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.core.rules import PythonRule
 
 # GPU model names as torch.cuda.get_device_name() spells them ("NVIDIA H100 80GB HBM3", "A100", "RTX 3090",
-# "MI300X"): a model code (a letter or two, then digits), alone or after the vendor's words. A vendor word
+# "MI300X"): a model code (a letter or two and three digits, any case; an upper-case letter and two digits:
+# H20, L40; T4, L4), alone or after the vendor's words. A vendor word
 # alone ("NVIDIA", "AMD") is vendor detection, which a platform probe does under its CUDA test (ROLL's).
-_GPU_NAME = re.compile(r"(?:^|[\s-])(?:GB|GH|MI|[ABHLTVPK])\d{1,3}[A-Z]{0,3}(?![A-Za-z0-9])|\b(?:RTX|GTX)[\s-]?\d{4}\b",
-                       re.I)
+_GPU_NAME = re.compile(r"(?:^|[\s-])(?:(?i:(?:gb|gh|mi|[abhlvpk])\d{3})[A-Za-z]{0,3}|(?:[AHL]\d{2}|[TL]4)[A-Z]{0,3})(?![A-Za-z0-9])"
+                       r"|\b(?i:rtx|gtx)[\s-]?\d{4}\b")
 # What torch.npu.get_device_name() answers on Ascend ("Ascend910B2", "Ascend910_9392", "Atlas 800I A2"): a
 # table with such a key has the NPU's row (verl's flops table: "910B", "Ascend910").
 _NPU_NAME = re.compile(r"ascend|atlas|\b(?:npu)\b|910|310|950", re.I)
@@ -72,7 +73,9 @@ class DeviceNameTable(PythonRule):
 
     @classmethod
     def scout(cls, facts, options) -> bool:
-        return facts.has_word("get_device_name", "get_device_properties")
+        # The device name read, and a GPU model's name written (a table key or a tested literal).
+        return facts.has_word("get_device_name", "get_device_properties") \
+            and facts.any_string(lambda s: _GPU_NAME.search(s.strip()) is not None)
 
     def __init__(self, ctx):
         super().__init__(ctx)
