@@ -7,6 +7,7 @@ from typing import Optional
 import libcst as cst
 
 from npu_port.codemods._ray_agnostic import RayAgnostic
+from npu_port.codemods._ray_project import Blocker, blocked_message, ray_resource_blockers
 from npu_port.codemods.ray_support import RayTable, ReportedKeyword, is_method_call_on_ray_object
 from npu_port.transpiler.analysis.literals import (
     append_dict_elements,
@@ -32,6 +33,9 @@ class RayNumGpus(PythonRule):
         Reported instead: a `resources=` given as a variable, a dict that already has "NPU", a call that
         also passes `**kwargs` (they may carry `resources=`), and Ray Train's `ScalingConfig(use_gpu=...)`.
         `num_cpus` and every other option stay.
+        One decision for the whole project (codemods/_ray_project.py): where some site of the project asks
+        Ray for GPUs in a way no rule converts (num_gpus stored in a dict spread into `.options(**d)`, a
+        "GPU" bundle placed in another module), every num_gpus= is left and reported with those sites.
 
     Why:
         `num_gpus` asks only for Ray's "GPU" resource, which an Ascend node does not have, so the actor
@@ -76,6 +80,7 @@ class RayNumGpus(PythonRule):
         # that is both asks Ray for GPUs indirectly: `options["num_gpus"] = n; A.options(**options)`.
         self._scopes: list[tuple[dict[str, cst.CSTNode], set[str]]] = [({}, set())]
         self._at_import: set[cst.Call] = set()  # calls in module-level decorators
+        self._blockers: Optional[tuple[Blocker, ...]] = None
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         if len(self._scopes) == 1:  # its decorators run at import, outside any function body
@@ -139,6 +144,11 @@ class RayNumGpus(PythonRule):
             self.report(original, f"num_gpus= next to **kwargs: move it into resources={{\"{npu}\": ...}} by hand "
                                   "(the kwargs may already carry resources=)")
             return updated
+        if self._blocked():
+            assert self._blockers is not None
+            message, hint = blocked_message(self._blockers, "num_gpus=")
+            self.report(original, message, hint=hint)
+            return updated
         resources = keyword(updated, "resources")
         index = list(updated.args).index(num)
         if self.ctx.options.keep_cuda and resources is not None and isinstance(resources.value, cst.Dict) \
@@ -166,6 +176,12 @@ class RayNumGpus(PythonRule):
         args = [a if a is not resources else a.with_changes(value=merged) for a in updated.args]
         return self.rewrite(original, updated, updated.with_changes(args=remove_arg(args, index)),
                             f"num_gpus= merged into resources= as \"{npu}\"")
+
+    def _blocked(self) -> bool:
+        """The project asks Ray for GPUs somewhere no rule converts: its resource set stays whole."""
+        if self._blockers is None:
+            self._blockers = ray_resource_blockers(self.ctx.path, self.ctx.target)
+        return bool(self._blockers)
 
     def _either(self, original: cst.Call, updated: cst.Call, index: int, num: cst.Arg) -> Optional[cst.Call]:
         """--keep-cuda: `num_gpus=n` -> `**({"resources": {"NPU": n}} if <on NPU> else {"num_gpus": n})`."""

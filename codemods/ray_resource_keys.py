@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import ast
+import os
 from collections.abc import Iterator
 from typing import Optional
 
 import libcst as cst
 
 from npu_port.codemods._ray_agnostic import RayAgnostic
+from npu_port.codemods._ray_project import BUNDLE_BLOCKER, Blocker, blocked_message, ray_resource_blockers
 from npu_port.codemods.ray_support import RayTable, ResourceMaps
 from npu_port.transpiler.analysis.literals import string_value, with_string_value
 from npu_port.transpiler.core.rules import PythonContext, PythonRule
@@ -27,6 +29,9 @@ class RayResourceKeys(PythonRule):
           `"GPU" in ray.cluster_resources()`, `ray.get_runtime_context().get_assigned_resources()["GPU"]`,
           `node["Resources"]["GPU"]` of `ray.nodes()`, and variables assigned one of these.
         User dicts that merely have a "GPU" key (or keys such as "GPU_TYPE") stay.
+        One decision for the whole project, with ray-num-gpus: where some site asks Ray for GPUs in a way no
+        rule converts (a "GPU"/"CPU" bundle dict not placed in its own module, num_gpus spread into
+        `.options(**d)`), every key is left and reported with those sites (file:line), and so is that bundle.
 
     Why:
         Ray registers Ascend devices as the "NPU" resource; a bundle asking for "GPU" can never be placed
@@ -63,6 +68,7 @@ class RayResourceKeys(PythonRule):
         self.maps = ResourceMaps(ctx, self.table)
         self._keys: set[cst.BaseExpression] = set()
         self._bundle_names: frozenset[str] = frozenset()
+        self._blockers: Optional[tuple[Blocker, ...]] = None
         self._functions = 0  # depth of function bodies (--keep-cuda asks Ray only where it runs connected)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
@@ -74,6 +80,15 @@ class RayResourceKeys(PythonRule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self._bundle_names = _names_passed_as_bundles(self.ctx.text, self.table)
+        self._blockers = ray_resource_blockers(self.ctx.path, self.ctx.target)
+        here = os.path.abspath(self.ctx.path) if self.ctx.path else ""
+        others = tuple(b for b in self._blockers if b.path != here)
+        for b in self._blockers:
+            if b.path == here and b.kind == "bundle":
+                rest = others + tuple(o for o in self._blockers if o.path == here and o is not b)
+                also = f"; also: {', '.join(o.shown for o in rest[:5])}" if rest else ""
+                self.ctx.add(self.ID, b.line, 0, BUNDLE_BLOCKER + also, severity="warning",
+                             hint="port it and every Ray \"GPU\" site of the project together by hand")
 
     def _mark(self, node: cst.BaseExpression) -> None:
         if string_value(node) == self.table.gpu:
@@ -117,6 +132,10 @@ class RayResourceKeys(PythonRule):
 
     def leave_SimpleString(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.BaseExpression:
         if original not in self._keys:
+            return updated
+        if self._blockers:
+            message, hint = blocked_message(self._blockers, f"Ray resource \"{self.table.gpu}\"")
+            self.report(original, message, hint=hint)
             return updated
         return self.rewrite(original, updated, with_string_value(updated, self.table.npu),
                             f"Ray resource \"{self.table.gpu}\" -> \"{self.table.npu}\"",
