@@ -24,6 +24,10 @@ _OBJECT_PATCHERS = ("patch.object", "mock.patch.object", "unittest.mock.patch.ob
 
 # The torch.cuda names a test mocks: `torch.cuda, "name"` (object and attribute) or `torch.cuda.name"`.
 _MOCKED_NAME = re.compile(r"""torch\.cuda\s*,\s*["'](\w+)["']|torch\.cuda\.(\w+)["']""")
+# A mock of the device name that answers a GPU model: the code under test decides by the name (a table of
+# GPU models, a comparison), and torch-cuda-api leaves such a decision CUDA's (codemods/_device_name_uses.py).
+_GPU_NAME_MOCK = re.compile(r"""torch\.cuda(?:\s*,\s*["']|\.)get_device_name["'][^()]*?return_value\s*=\s*"""
+                            r"""["'][^"']*\b(?:NVIDIA|Tesla|GeForce|Quadro|RTX|[ABHLTV]\d{2,3}|MI\d{3})\b""")
 
 
 def _names_torch_cuda(resolved, node: cst.BaseExpression) -> bool:
@@ -48,7 +52,9 @@ class CudaMockTargets(PythonRule):
         gives that function: `torch.npu.device_count`. Only names that rule converts (its table, the
         same one) move; a name it leaves (no NPU equivalent, or one that answers differently) keeps its
         mock, with the code, and so does every torch.cuda mock of a test function that mocks such a name
-        (`is_available` beside `get_device_capability`: the code keeps that decision CUDA's as a whole). A plain `setattr` or an assignment to torch.cuda is a shim, not a test's
+        (`is_available` beside `get_device_capability`: the code keeps that decision CUDA's as a whole), or
+        that mocks `get_device_name` answering a GPU model (`"NVIDIA H100 80GB HBM3"`: the code decides by
+        the name, and torch-cuda-api leaves a table lookup of it CUDA's). A plain `setattr` or an assignment to torch.cuda is a shim, not a test's
         stand-in, and stays.
 
     Why:
@@ -95,8 +101,11 @@ class CudaMockTargets(PythonRule):
             for attribute, dotted in _MOCKED_NAME.findall(text):
                 name = attribute or dotted
                 if self.table.translate(_ROOT + name) is None:
-                    staying = _ROOT + name
+                    staying = f"`{_ROOT + name}`, which has no NPU form"
                     break
+            if staying is None and _GPU_NAME_MOCK.search(text):
+                staying = ("`torch.cuda.get_device_name` answering a GPU model, a name the code decides by "
+                           "(its decision stays CUDA's)")
         self._staying.append(staying)
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
@@ -161,6 +170,6 @@ class CudaMockTargets(PythonRule):
         staying = self._staying[-1]
         if staying is None:
             return False
-        self.report(call, f"mock left as is: this test also mocks `{staying}`, which has no NPU form, so the code "
+        self.report(call, f"mock left as is: this test also mocks {staying}, so the code "
                           "it stands in for keeps that decision CUDA's; its mocks stay together", severity="info")
         return True

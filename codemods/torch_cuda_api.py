@@ -8,6 +8,7 @@ from typing import Optional, Union, cast
 import libcst as cst
 
 from npu_port.codemods._device_agnostic import DeviceAgnostic, attributes, parenthesized
+from npu_port.codemods._device_name_uses import decisions
 from npu_port.codemods._torch_cuda_table import CUDA_ROOT, Row, TorchCudaTable, canonical, is_cuda_name, table_for
 from npu_port.transpiler.analysis.dispatch import Guard
 from npu_port.transpiler.analysis.imports import ImportTable, dotted_expr, dotted_name, leftmost_name
@@ -27,6 +28,11 @@ class TorchCudaApi(PythonRule):
         Import statements are rewritten at the import (`import torch.cuda as tc` ->
         `import torch.npu as tc`; `from torch import cuda` -> `from torch import npu` with uses renamed);
         alias uses that need no change stay.
+        `torch.cuda.get_device_name()` whose value is looked up in a table or handed to a function that is
+        not logging (`GPU_SPECS[normalize(torch.cuda.get_device_name(0))]`) is left, with the CUDA test that
+        guards it (`if torch.cuda.is_available():`, `... if torch.cuda.is_available() else None`), and
+        reported: the NPU's "Ascend910B2" is no key of a GPU table (codemods/_device_name_uses.py). Logged,
+        printed or compared, the name is converted.
 
     Why:
         On Ascend, `torch.cuda` is CUDA's module and fails at run time; `torch.npu` is torch_npu's.
@@ -100,6 +106,37 @@ class TorchCudaApi(PythonRule):
         last part)."""
         return [r.cuda for r in table.rows.values() if r.status in ("unsupported", "differs")
                 and (r.cuda in text or f".{r.cuda.rsplit('.', 1)[-1]}(" in text)]
+
+    def visit_Module(self, node: cst.Module) -> None:
+        # The device name feeding a decision (a lookup in a table of GPU models, a helper that does one):
+        # the call and the CUDA test guarding it stay, as one decision (codemods/_device_name_uses.py).
+        if "get_device_name" not in self.ctx.text:
+            return
+        for found in decisions(node, self.ctx.resolve, self._names_cuda):
+            self._mark_chain(found.call.func)
+            for guard in found.guards:
+                self._skip_chains_in(guard)
+            where = "guarded by a CUDA test, which stays too" if found.guards else \
+                "not guarded by a CUDA test: this line fails on an NPU host until it is ported by hand"
+            self.report(found.call, "left as is: the CUDA device name feeds a decision (a table lookup or a call "
+                        f"that expects a GPU model name), not a log; {where}",
+                        severity="info" if found.guards else "warning",
+                        hint="torch.npu.get_device_name() answers e.g. 'Ascend910B2': give the table an NPU "
+                             "entry, then port the whole decision")
+
+    def _names_cuda(self, expr: cst.CSTNode) -> bool:
+        rule, found = self, []
+
+        class Find(cst.CSTVisitor):
+            def visit_Attribute(self, node: cst.Attribute) -> bool:
+                qualified = rule.ctx.resolve(node)
+                if qualified and is_cuda_name(qualified):
+                    found.append(node)
+                    return False
+                return True
+
+        expr.visit(Find())
+        return bool(found)
 
     # -- uses -------------------------------------------------------------------------------
     def visit_Attribute(self, node: cst.Attribute) -> None:
