@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from typing import Optional
 
 import libcst as cst
@@ -104,6 +105,12 @@ class RayNumGpus(PythonRule):
         for name, node in filled.items():
             if name in spread:
                 message, hint = indirect_report(name, self.table.npu)
+                if self._blocked():  # it is one of the project's blockers (codemods/_ray_project.py)
+                    assert self._blockers is not None
+                    others = [b.shown for b in self._blockers if b.path != self._here() or b.line != node_line(
+                        self.ctx, node)]
+                    message += ("; so every Ray GPU request of the project is left for CUDA (each reported)"
+                                + (f"; other such sites: {', '.join(others[:5])}" if others else ""))
                 self.report(node, message, hint=hint)
 
     def visit_Assign(self, node: cst.Assign) -> None:
@@ -183,6 +190,9 @@ class RayNumGpus(PythonRule):
             self._blockers = ray_resource_blockers(self.ctx.path, self.ctx.target)
         return bool(self._blockers)
 
+    def _here(self) -> str:
+        return os.path.abspath(self.ctx.path) if self.ctx.path else ""
+
     def _either(self, original: cst.Call, updated: cst.Call, index: int, num: cst.Arg) -> Optional[cst.Call]:
         """--keep-cuda: `num_gpus=n` -> `**({"resources": {"NPU": n}} if <on NPU> else {"num_gpus": n})`."""
         if self.ctx.resolve(original.func) == "ray.init":
@@ -194,6 +204,11 @@ class RayNumGpus(PythonRule):
         args = list(updated.args)
         args[index] = arg.with_changes(comma=num.comma)
         return updated.with_changes(args=args)
+
+
+def node_line(ctx: PythonContext, node: cst.CSTNode) -> int:
+    where = ctx.position(node)
+    return where.start.line if where is not None else 0
 
 
 def indirect_report(name: str, npu: str) -> tuple[str, str]:
