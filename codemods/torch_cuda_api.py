@@ -7,7 +7,7 @@ from typing import Optional, Union, cast
 
 import libcst as cst
 
-from npu_port.codemods._device_agnostic import DeviceAgnostic, attributes, parenthesized
+from npu_port.codemods._device_agnostic import DeviceAgnostic, attributes, parenthesized, with_quotes_unlike
 from npu_port.codemods._device_name_uses import decisions
 from npu_port.codemods._torch_cuda_table import CUDA_ROOT, Row, TorchCudaTable, canonical, is_cuda_name, table_for
 from npu_port.transpiler.analysis.dispatch import Guard
@@ -90,6 +90,7 @@ class TorchCudaApi(PythonRule):
         self._functions: list[cst.FunctionDef] = []
         self._agnostic_plans: dict[int, tuple[Row, str]] = {}  # --keep-cuda: id(node) -> (row, rest)
         self._keyword_calls: set[int] = set()  # ids of callees called with a keyword argument
+        self._fstring_quotes: list[str] = []  # the quotes of the f-strings the walk is inside
         # Only a name whose test in _stays_in the whole text already passes: a node's code is a piece of the
         # text (but for indentation, which neither string holds), and rendering `if` bodies for a name only
         # its last part matches (`range`, `temperature` of torch.cuda.nvtx.range / .temperature) cost trl's
@@ -347,13 +348,27 @@ class TorchCudaApi(PythonRule):
     def _apply(self, original, updated):
         if id(original) in self._agnostic_plans:
             row, rest = self._agnostic_plans[id(original)]
+            quote = self._fstring_quotes[-1] if self._fstring_quotes else None
             return self.rewrite(original, updated, updated, f"`{dotted_name(original)}`",
-                                portable=lambda: self._agnostic(original, updated, row, rest))
+                                portable=lambda: self._in_fstring(self._agnostic(original, updated, row, rest), quote))
         dotted = self._plans.get(id(original))
         if dotted is None:
             return updated
         return self.rewrite(original, updated, dotted_expr(dotted, like=updated),
                             f"`{dotted_name(original)}` -> `{dotted}`")
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        self._fstring_quotes.append(node.end)
+
+    def leave_FormattedString(self, original: cst.FormattedString, updated: cst.FormattedString):
+        self._fstring_quotes.pop()
+        return updated
+
+    @staticmethod
+    def _in_fstring(form: Optional[cst.BaseExpression], quote: Optional[str]) -> Optional[cst.BaseExpression]:
+        """A device-agnostic form written inside an f-string: its strings (`hasattr(torch, "npu")`) in the
+        other quote, which Python before 3.12 requires."""
+        return with_quotes_unlike(form, quote) if form is not None and quote is not None else form
 
     def _agnostic(self, original, updated, row: Row, rest: str) -> Optional[cst.BaseExpression]:
         """--keep-cuda: torch.accelerator's function where there is one and the call passes no keyword
