@@ -4,6 +4,7 @@ fixtures/projects/ray_resource_plan (test_projects); these tests pin which sites
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 from npu_port.codemods._ray_project import ray_resource_blockers
@@ -55,3 +56,27 @@ def test_outside_a_package_only_the_folder_of_the_file_is_the_project(tmp_path):
     (tmp_path / "run.py").write_text(ACTOR)
     assert ray_resource_blockers(str(tmp_path / "run.py"), "ascend") == ()
     assert ray_resource_blockers("<stdin>", "ascend") == ()
+
+
+def test_a_cached_result_is_not_used_once_the_blocking_site_changes(tmp_path):
+    from click.testing import CliRunner
+
+    from npu_port.transpiler.cli import cli
+
+    project = Path(__file__).resolve().parent.parent / "fixtures" / "projects" / "ray_resource_plan" / "input"
+    src = tmp_path / "src"
+    shutil.copytree(project, src)
+
+    def convert(out: str, cache: str) -> str:
+        result = CliRunner().invoke(cli, ["convert", str(src), "--out", str(tmp_path / out), "--force", "-q",
+                                          "-j", "1", "--cache-dir", str(tmp_path / cache)])
+        assert result.exit_code in (0, 1), result.output
+        return (tmp_path / out / "rlkit" / "launch.py").read_text()
+
+    assert "@ray.remote(num_gpus=1)" in convert("out", "cache")
+    # The plan stops building the bundles (the launcher no longer places them): nothing blocks any more.
+    (src / "rlkit" / "resource_plan.py").write_text("def build_requirements(nodes, engines):\n    return {}\n\n\n"
+                                                    "def shortfalls(requirements, cluster):\n    return []\n")
+    second = convert("out", "cache")
+    assert '@ray.remote(resources={"NPU": 1})' in second and 'get("NPU", 0)' in second
+    assert second == convert("fresh", "cache2")
