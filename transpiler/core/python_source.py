@@ -17,6 +17,7 @@ from npu_port.transpiler.analysis.patchers import PATCHER_ENDS, is_patcher, name
 from npu_port.transpiler.core import trusted_parse
 from npu_port.transpiler.core.cst_walk import TRIVIA, transform
 from npu_port.transpiler.core.files import NUL_BYTES, decode_problem, parsed_tree
+from npu_port.transpiler.core.import_adder import add_imports
 from npu_port.transpiler.core.report import Finding
 from npu_port.transpiler.core.rules import PythonContext, PythonRule, RunOptions
 
@@ -337,13 +338,11 @@ def convert_python(data: bytes, path: str, rule_classes: Sequence[type[PythonRul
 
 
 def _tidy_imports(module: cst.Module, needed, unused) -> cst.Module:
-    """Add the imports the changes need that the module lacks and remove those they left unused, as
-    LibCST's own codemods do (the removal needs scope analysis: only files that asked for it pay)."""
-    from libcst.codemod import CodemodContext
-    from libcst.codemod.visitors import AddImportsVisitor, ImportItem, RemoveImportsVisitor
-
+    """Remove the imports the changes left unused, as LibCST's `RemoveImportsVisitor` does (it needs scope
+    analysis: only files that asked for it pay), and add those the changes need that the module lacks."""
     if unused:
+        from libcst.codemod import CodemodContext
+        from libcst.codemod.visitors import RemoveImportsVisitor
+
         module = RemoveImportsVisitor(CodemodContext(), list(unused)).transform_module(module)
-    if needed:
-        module = AddImportsVisitor(CodemodContext(), [ImportItem(m, obj_name=n) for m, n in needed]).transform_module(module)
-    return module
+    return add_imports(module, needed) if needed else module
