@@ -75,7 +75,7 @@ def make_standalone(script: Path, packages: Sequence[str], search_paths: Iterabl
     resolver = SourceResolver(roots, packages)
     try:
         info = ModuleAnalyzer(SCRIPT, display, "", text, resolver.is_stripped).analyze()
-    except SyntaxError as exc:
+    except (SyntaxError, ValueError) as exc:  # NUL bytes: ValueError before Python 3.11.4, then SyntaxError
         line = getattr(exc, "lineno", None) or 1
         raise StandaloneError([Problem(display, line, 1, "script", f"cannot parse: {exc}")]) from None
     project = Project(resolver)
