@@ -132,16 +132,10 @@ def _unplaced_bundles(text: str, tree: ast.Module, target: str) -> list[int]:
     if not shaped:
         return []
     names = _names_passed_as_bundles(text, table, tree)
-    call_names = {c.rsplit(".", 1)[-1] for c in table.bundle_calls}
     placed: set[int] = set()
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            func = node.func
-            last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            if last in call_names:
-                bundles = node.args[0] if node.args else next(
-                    (k.value for k in node.keywords if k.arg in table.bundle_arguments), None)
-                placed.update(id(d) for d in _ast_bundle_dicts(bundles))
+            placed.update(id(d) for d in _ast_bundle_dicts(table.bundles_placed_by(node)))
         elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id in names for t in node.targets):
             placed.update(id(d) for d in _ast_bundle_dicts(node.value))
     return [d.lineno for d in shaped if id(d) not in placed]

@@ -199,8 +199,7 @@ def _names_passed_as_bundles(text: str, table: RayTable, tree: Optional[ast.Modu
     matched by their last name (`placement_group`, `PlacementGroupFactory`); the bundle dicts are still
     only rewritten where their assignment is a bundles expression. `tree`: the text's, where parsed already.
     """
-    call_names = {c.rsplit(".", 1)[-1] for c in table.bundle_calls}
-    if not any(name in text for name in call_names):
+    if not any(name in text for name in table.bundle_call_names):
         return frozenset()
     if tree is None:
         try:
@@ -212,13 +211,9 @@ def _names_passed_as_bundles(text: str, table: RayTable, tree: Optional[ast.Modu
     loops: list[tuple[ast.expr, ast.expr]] = []
     for node in ast.walk(tree):
         if isinstance(node, ast.Call):
-            func = node.func
-            last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
-            if last in call_names:
-                bundles = node.args[0] if node.args else next(
-                    (k.value for k in node.keywords if k.arg in table.bundle_arguments), None)
-                if bundles is not None:
-                    names |= _bundle_names(bundles)
+            bundles = table.bundles_placed_by(node)
+            if bundles is not None:
+                names |= _bundle_names(bundles)
         elif isinstance(node, ast.Assign):
             assigns.append(({t.id for t in node.targets if isinstance(t, ast.Name)}, node.value))
         elif isinstance(node, (ast.For, ast.comprehension)):

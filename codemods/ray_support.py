@@ -3,9 +3,10 @@ questions "is this Ray code?" and "does this expression hold a resource dict?". 
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, cached_property
 from typing import Optional
 
 import libcst as cst
@@ -39,6 +40,20 @@ class RayTable:
     accelerator_ids: str  # what follows `<ray module>.` in the replacement
     accelerator_ids_note: str
     reported_keywords: tuple[ReportedKeyword, ...]
+
+    @cached_property
+    def bundle_call_names(self) -> frozenset[str]:
+        """Placement-group calls are matched by their last name (`placement_group`, `PlacementGroupFactory`)."""
+        return frozenset(c.rsplit(".", 1)[-1] for c in self.bundle_calls)
+
+    def bundles_placed_by(self, call: ast.Call) -> Optional[ast.expr]:
+        """The bundle list a placement-group call passes; None for any other call."""
+        func = call.func
+        last = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else ""
+        if last not in self.bundle_call_names:
+            return None
+        return call.args[0] if call.args else next(
+            (k.value for k in call.keywords if k.arg in self.bundle_arguments), None)
 
     @classmethod
     @cache

@@ -3,7 +3,7 @@
 # What the registry and the prefilter know of each rule without importing it (core/rule_catalog.py);
 # DIGEST is rule_catalog.source_digest() of the sources it was generated from.
 
-DIGEST = '196d4eb2282cedc9329b0535493353da'
+DIGEST = 'efc88cc90753af9435b33b168d8318d7'
 
 RULES = (
     {'ID': 'amp-device', 'LANGUAGE': 'python', 'GROUP': 'default', 'SAFETY': 'safe', 'TRIGGERS': (), 'TRIGGER_PATTERNS': ('cuda(?<![A-Za-z0-9_]cuda)(?![A-Za-z0-9_])',), 'FOLLOWS_CHANGES': False, 'module': 'npu_port.codemods.amp_device', 'qualname': 'AmpDevice', 'doc': 'Rewrite the AMP device type `"cuda"` to `"npu"` in autocast and GradScaler.\n\n    What it does:\n        `torch.autocast("cuda")`, `torch.amp.autocast(device_type="cuda")`, `torch.amp.GradScaler("cuda")`,\n        `torch.is_autocast_enabled("cuda")`, `torch.get/set_autocast_dtype("cuda", ...)` and any\n        `device_type=` keyword or setting get `"npu"`.\n\n    Why:\n        torch\'s device-generic AMP takes the device type as a string; on Ascend it is "npu". (The\n        `torch.cuda.amp.*` spellings are handled by torch-cuda-api.)\n\n    Example:\n        with torch.autocast(device_type="cuda", dtype=torch.bfloat16):\n        ->  with torch.autocast(device_type="npu", dtype=torch.bfloat16):\n\n    With --keep-cuda:\n        torch.autocast(device_type="cuda")\n        ->  torch.autocast(device_type=torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else "cpu")\n\n    Fix safety:\n        safe: torch_npu registers "npu" as an autocast device type.\n    '},
