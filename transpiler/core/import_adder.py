@@ -10,7 +10,7 @@ to `AddImportsVisitor` on every fixture and shape of leading block.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Collection
 from typing import Optional, Union, cast
 
 import libcst as cst
@@ -41,7 +41,7 @@ def _import_of(statement: cst.CSTNode) -> Union[cst.Import, cst.ImportFrom, None
     return only if isinstance(only, (cst.Import, cst.ImportFrom)) else None
 
 
-def add_imports(module: cst.Module, needed: Iterable[tuple[str, Optional[str]]]) -> cst.Module:
+def add_imports(module: cst.Module, needed: Collection[tuple[str, Optional[str]]]) -> cst.Module:
     """`module` with `import m` for each (m, None) and `from m import n` for each (m, n) it lacks: names
     for a module the leading block already imports from join that statement, the rest go after the block."""
     wanted_modules = {m for m, name in needed if name is None}
