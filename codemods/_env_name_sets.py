@@ -11,7 +11,8 @@ over changes nothing else.
 One decision per collection, made for the whole file before the walk:
 
 - the collection is a set, list or tuple display of string literals only, each spelled like a variable
-  name (`[A-Z][A-Z0-9_]*`), at least one of which the table renames;
+  name (`[A-Z][A-Z0-9_]*`), at least one of which the table renames; bound to a name, or to a class
+  attribute used through the class (`Meta.KEYS`, `self.KEYS`, `cls.KEYS`);
 - it is used as a set of variable names: written inline as the right side of `in` / `not in` or as what a
   `for` or comprehension iterates, or bound once to a name whose every use in the file is one of those;
 - at least one of those uses is about the environment: the membership test's left side is a name bound
@@ -21,7 +22,10 @@ One decision per collection, made for the whole file before the walk:
 
 A collection that is an environment registry by the last test but is also used otherwise (indexed,
 unpacked, passed on, rebound) is left and reported: adding an element would shift positions or change
-what a callee receives.
+what a callee receives. So is one whose loop turns each name into another key (`f"_{key.lower()}"`,
+`key.lower()`, `prefix + key`): the values are kept under keys derived from the CUDA name, and the added
+name would find nothing there. env-var-names then leaves the file's reads and writes of the set's names
+too, the set and its reads being one decision.
 """
 
 from __future__ import annotations
@@ -69,6 +73,17 @@ def additions(node: cst.BaseExpression, table: EnvVarTable) -> Optional[list[tup
     return found or None
 
 
+def _names_in(node: cst.CSTNode) -> list[cst.CSTNode]:
+    found: list[cst.CSTNode] = []
+
+    class Names(cst.CSTVisitor):
+        def visit_Name(self, name: cst.Name) -> None:
+            found.append(name)
+
+    node.visit(Names())
+    return found
+
+
 def _loop_names(target: cst.BaseExpression) -> set[str]:
     if isinstance(target, cst.Name):
         return {target.value}
@@ -83,6 +98,9 @@ class _Finder(cst.CSTVisitor):
         self.positions = positions
         self.table = table
         self.by_name: dict[str, NameSet] = {}
+        self.by_attribute: dict[str, NameSet] = {}  # class attributes: `keys = [...]` in a class body
+        self._scopes: list[str] = []  # "class" / "function" for the enclosing definitions
+        self._receivers = {"self", "cls"}  # what a class attribute is read through: these and the file's classes
         self.inline: dict[cst.CSTNode, NameSet] = {}
         self._env_loops: list[set[str]] = []  # names bound by enclosing loops over the environment
         self._targets: set[cst.CSTNode] = set()
@@ -90,17 +108,31 @@ class _Finder(cst.CSTVisitor):
         self._judged: set[cst.CSTNode] = set()
 
     # -- bindings ---------------------------------------------------------------------------------
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._scopes.append("class")
+        self._receivers.add(node.name.value)
+
+    def leave_ClassDef(self, original_node: cst.ClassDef) -> None:
+        self._scopes.pop()
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._scopes.append("function")
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
+        self._scopes.pop()
+
     def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
         if not isinstance(target, cst.Name):
             return
         self._targets.add(target)
         found = additions(value, self.table) if value is not None else None
-        prior = self.by_name.get(target.value)
+        table = self.by_attribute if self._scopes and self._scopes[-1] == "class" else self.by_name
+        prior = table.get(target.value)
         if prior is not None:
             prior.bindings += 1
         elif found is not None:
             assert isinstance(value, (cst.Set, cst.List, cst.Tuple))
-            self.by_name[target.value] = NameSet(value, found)
+            table[target.value] = NameSet(value, found)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         self.positions.track_assignment([t.target for t in node.targets], node.value)
@@ -119,6 +151,15 @@ class _Finder(cst.CSTVisitor):
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
         self._attr_names.add(node.attr)
+        names = self._class_attribute(node)
+        if names is not None and node not in self._judged and node not in self._targets:
+            names.other_use = True  # a class attribute indexed, passed on, returned
+
+    def _class_attribute(self, node: cst.Attribute) -> Optional[NameSet]:
+        """The collection `Meta.KEYS`, `self.KEYS` or `cls.KEYS` reads, if a class of the file binds it."""
+        if isinstance(node.value, cst.Name) and node.value.value in self._receivers:
+            return self.by_attribute.get(node.attr.value)
+        return None
 
     # -- uses -------------------------------------------------------------------------------------
     def _iterates_env(self, it: cst.BaseExpression) -> bool:
@@ -127,12 +168,27 @@ class _Finder(cst.CSTVisitor):
             it = it.func.value
         return self.positions.is_env_mapping(it)
 
-    def _keys_env_by(self, body: cst.CSTNode, names: set[str]) -> bool:
-        """Whether `body` keys the environment by one of `names`."""
+    def _keys_env_by(self, body: cst.CSTNode, names: set[str]) -> tuple[bool, bool]:
+        """Whether `body` keys the environment by one of `names`, and whether it derives another key from
+        one (`f"_{name.lower()}"`, `name.lower()`, `prefix + name`)."""
         hit = False
+        derived = False
         positions = self.positions
 
         class Keys(cst.CSTVisitor):
+            def visit_Attribute(self, node: cst.Attribute) -> None:
+                nonlocal derived
+                derived = derived or (isinstance(node.value, cst.Name) and node.value.value in names)
+
+            def visit_FormattedStringExpression(self, node: cst.FormattedStringExpression) -> None:
+                nonlocal derived
+                derived = derived or any(isinstance(n, cst.Name) and n.value in names for n in _names_in(node))
+
+            def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+                nonlocal derived
+                derived = derived or any(isinstance(side, cst.Name) and side.value in names
+                                         for side in (node.left, node.right))
+
             def visit_Subscript(self, node: cst.Subscript) -> None:
                 nonlocal hit
                 key = single_index(node)
@@ -159,24 +215,27 @@ class _Finder(cst.CSTVisitor):
                     hit = True
 
         body.visit(Keys())
-        return hit
+        return hit, derived
 
     def _collection(self, expr: cst.BaseExpression) -> Optional[NameSet]:
         if isinstance(expr, cst.Name):
             return self.by_name.get(expr.value)
+        if isinstance(expr, cst.Attribute):
+            return self._class_attribute(expr)
         found = additions(expr, self.table)
         if found is None:
             return None
         assert isinstance(expr, (cst.Set, cst.List, cst.Tuple))
         return self.inline.setdefault(expr, NameSet(expr, found))
 
-    def _judge(self, expr: cst.BaseExpression, env: bool) -> None:
+    def _judge(self, expr: cst.BaseExpression, env: bool, derived: bool = False) -> None:
         names = self._collection(expr)
         if names is None:
             return
         self._judged.add(expr)
         names.uses.append(expr)
         names.env_use = names.env_use or env
+        names.other_use = names.other_use or derived
 
     def visit_Comparison(self, node: cst.Comparison) -> None:
         left = node.left
@@ -187,7 +246,7 @@ class _Finder(cst.CSTVisitor):
             left = c.comparator
 
     def _loop(self, target: cst.BaseExpression, it: cst.BaseExpression, body: cst.CSTNode) -> None:
-        self._judge(it, self._keys_env_by(body, _loop_names(target)))
+        self._judge(it, *self._keys_env_by(body, _loop_names(target)))
         self._env_loops.append(_loop_names(target) if self._iterates_env(it) else set())
 
     def visit_For(self, node: cst.For) -> None:
@@ -201,7 +260,8 @@ class _Finder(cst.CSTVisitor):
         elt = node.key if isinstance(node, cst.DictComp) else node.elt
         part: Optional[cst.CompFor] = node.for_in
         while part is not None:
-            self._judge(part.iter, self._keys_env_by(elt, _loop_names(part.target)))
+            # The conditions and inner loops derive keys as much as the element does.
+            self._judge(part.iter, *self._keys_env_by(node, _loop_names(part.target)))
             self._env_loops.append(_loop_names(part.target) if self._iterates_env(part.iter) else set())
             part = part.inner_for_in
 
@@ -247,7 +307,7 @@ def name_sets(module: cst.Module, positions: EnvPositions, table: EnvVarTable) -
     finder = _Finder(positions, table)
     module.visit(finder)
     complete, left = [], []
-    for names in [*finder.by_name.values(), *finder.inline.values()]:
+    for names in [*finder.by_name.values(), *finder.by_attribute.values(), *finder.inline.values()]:
         if not names.env_use:
             continue
         if names.other_use or names.bindings > 1:

@@ -29,8 +29,9 @@ class EnvVarNames(PythonRule):
         A set, list or tuple of variable names used as a set of environment names (stripped from or copied
         out of the environment: `k not in NAMES` while looping over `os.environ.items()`, `for n in NAMES:
         os.environ.get(n)`) gains the renamed name beside the CUDA one, which stays (a registry of names must
-        match the renamed reads); one that is also indexed, passed on or rebound is left and reported
-        (codemods/_env_name_sets.py).
+        match the renamed reads); one that is also indexed, passed on or rebound, or whose loop turns each
+        name into another key (`f"_{key.lower()}"`), is left and reported, and so are the file's reads and
+        writes of its names (codemods/_env_name_sets.py).
 
     Why:
         torch_npu, Ray and vllm-ascend read the Ascend names; the CUDA names are silently ignored, so a
@@ -75,6 +76,8 @@ class EnvVarNames(PythonRule):
         self._siblings: dict[cst.CSTNode, frozenset[str]] = {}
         self._both: dict[cst.CSTNode, cst.Assign] = {}  # --keep-cuda: name node -> its assignment
         self._name_sets: dict[cst.CSTNode, NameSet] = {}
+        # CUDA names of the sets left as they are: their reads and writes in the file stay with them.
+        self._held: dict[str, NameSet] = {}
 
     def visit_Module(self, node: cst.Module) -> None:
         complete, left = name_sets(node, EnvPositions(self.ctx.imports), self.table)
@@ -82,8 +85,10 @@ class EnvVarNames(PythonRule):
         for names in left:
             listed = ", ".join(f"{new} beside {old}" for _, old, new in names.additions)
             self.report(names.node, "a set of environment-variable names that is also used otherwise (indexed, "
-                        f"passed on or rebound); left as is, though the NPU process needs {listed}",
-                        severity="warning", hint=f"add {listed} where the names are stripped or copied")
+                        "passed on, rebound, or turned into other keys); left as is with the file's reads and "
+                        f"writes of its names, though the NPU process needs {listed}",
+                        severity="warning", hint=f"add {listed} where the names are stripped, copied or stored")
+            self._held.update((old, names) for _, old, _ in names.additions)
 
     def _completed(self, original: cst.BaseExpression, updated: cst.BaseExpression) -> cst.BaseExpression:
         names = self._name_sets.get(original)
@@ -111,7 +116,11 @@ class EnvVarNames(PythonRule):
             row = self.table.lookup(env.name)
             if row is None or row.status == "keep":
                 continue
-            if row.status == "rename":
+            if row.status == "rename" and env.name in self._held:
+                line = self.ctx.position(self._held[env.name].node).start.line
+                self.report(env.node, f"{env.name} left as is: the set of variable names at line {line}, left as "
+                            "is, holds it (the set and its reads and writes are one decision)", severity="info")
+            elif row.status == "rename":
                 self._renames[env.node] = (env.name, cast(str, row.npu))  # a rename row names it
             else:
                 self.report(env.node, f"{env.name} has no {self.ctx.target} equivalent; left as is",
