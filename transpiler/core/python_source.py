@@ -64,6 +64,24 @@ def _names_torch_cuda(node: cst.CSTNode) -> bool:
     return names_torch_cuda(dotted_name(node) or "")
 
 
+def _assigned_torch_cuda(module: cst.Module) -> frozenset[str]:
+    """The torch.cuda names `module` assigns to anywhere (the patches of _patch_targets, less the calls)."""
+    found: set[str] = set()
+
+    class Targets(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            found.update(dotted_name(t) or "" for t in _patch_targets(node))
+
+        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+            found.update(dotted_name(t) or "" for t in _patch_targets(node))
+
+        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+            found.update(dotted_name(t) or "" for t in _patch_targets(node))
+
+    module.visit(Targets())
+    return frozenset(found - {""})
+
+
 def _subtree(node: cst.CSTNode):
     stack = [node]
     while stack:
@@ -108,11 +126,17 @@ class _Dispatcher(cst.CSTTransformer):
         self._marked: dict[int, Guard] = {}
         self._top: Optional[cst.CSTNode] = None  # the statement positions are generated for (see on_visit)
         self._decisions: list[tuple[int, int]] = []  # the notes' marks of the decisions being walked
+        # The torch.cuda names the file patches: any other reference to one that is not a call is the
+        # original being saved (or handed on) to be put back, part of the same patch, and stays as
+        # written; ported alone, the restore would write torch.npu's function onto torch.cuda.
+        self._patched_names = _assigned_torch_cuda(ctx.module) if _ASSIGNS_TORCH_CUDA.search(ctx.text) else frozenset()
+        self._callees: set[int] = set()
 
     def _plan_for(self, kind: type) -> _Plan:
         flags = (_SCOPE if kind in _SCOPE_TYPES else 0) | (_PATCH if kind in _PATCH_TYPES else 0) \
             | (_MARKING if kind in MARKING_TYPES else 0) | (_GUARD if kind in GUARD_TYPES else 0) \
-            | (_STATEMENT if issubclass(kind, cst.BaseStatement) else 0) | (_DECISION if kind is cst.BooleanOperation or kind is cst.IfExp else 0)
+            | (_STATEMENT if issubclass(kind, cst.BaseStatement) else 0) | (_DECISION if kind is cst.BooleanOperation or kind is cst.IfExp else 0) \
+            | (_ORIGINAL if self._patched_names and (kind is cst.Attribute or kind is cst.Call) else 0)
         plan = self._plans[kind] = (flags, tuple(self._visits.get(kind.__name__, ())),
                                     tuple(self._leaves.get(kind.__name__, ())))
         return plan
@@ -147,6 +171,13 @@ class _Dispatcher(cst.CSTTransformer):
             if targets and kind is cst.Assign:
                 # The value of a shim is what torch.cuda is made to point at: written as meant.
                 self._ctx.patched.update(id(n) for n in _subtree(node.value))  # type: ignore[attr-defined]
+        if flags & _ORIGINAL:
+            if kind is cst.Call:
+                self._callees.add(id(node.func))  # type: ignore[attr-defined]
+            elif key not in self._ctx.patched and key not in self._callees \
+                    and dotted_name(node) in self._patched_names:  # type: ignore[arg-type]
+                self._ctx.patched.update(id(n) for n in _subtree(node))
+                self._ctx.saved_originals.add(key)
         if flags & _DECISION:
             self._decisions.append(self._ctx.mark())
         if flags & _MARKING:
@@ -225,7 +256,10 @@ _PATCH_TYPES = frozenset({cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del, cst
 # A type's plan: which of the walk's concerns apply to its nodes (the bits below), the rules'
 # visit_ and leave_ hooks for it.
 _Plan = tuple[int, tuple[Callable, ...], tuple[Callable, ...]]
-_SCOPE, _PATCH, _MARKING, _GUARD, _STATEMENT, _DECISION = 1, 2, 4, 8, 16, 32
+_SCOPE, _PATCH, _MARKING, _GUARD, _STATEMENT, _DECISION, _ORIGINAL = 1, 2, 4, 8, 16, 32, 64
+# A file that assigns a torch.cuda name (`torch.cuda.empty_cache = lambda: None`) may save the original
+# first and put it back after (`saved = torch.cuda.empty_cache` ... `torch.cuda.empty_cache = saved`).
+_ASSIGNS_TORCH_CUDA = re.compile(r"\btorch\.cuda\.[A-Za-z_][\w.]*\s*(?::[^=\n]*)?=(?!=)")
 # A CUDA API still called in a decision: a torch.cuda / torch.backends.cuda name, `.cuda(`, `.is_cuda`.
 _CUDA_API = re.compile(r"\btorch\.(?:backends\.)?cuda\.[A-Za-z_][A-Za-z_0-9.]*|\.cuda\(|\.is_cuda\b")
 

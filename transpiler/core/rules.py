@@ -58,6 +58,10 @@ CUDA_WORD = r"cuda(?<![A-Za-z0-9_]cuda)(?![A-Za-z0-9_])"
 TORCH_NPU_WORD = re.compile(r"\btorch_npu\b")
 PATCHED_REASON = ("left as is: this name is assigned or patched here (a shim that points torch.cuda at "
                   "NPU objects on purpose)")
+SAVED_REASON = ("left as is: the file also assigns this torch.cuda name; this reference saves the original to put "
+                "it back, part of the same patch (ported alone, the restore would write torch.npu's function onto "
+                "torch.cuda)")
+SAVED_HINT = "if the NPU path needs the same workaround, save, patch and restore the torch.npu name the same way"
 _IGNORE_RE = re.compile(r"(?:#|//)\s*npu-port:\s*ignore(?:\[([A-Za-z0-9_,\s-]+)\])?")  # // in CUDA C++
 
 
@@ -190,6 +194,7 @@ class PythonContext(FileContext):
         self.npu_guarded: dict[int, Guard] = {}
         self._stack_noted = False
         self.patched: set[int] = set()  # ids of nodes inside assignment, del and patch targets
+        self.saved_originals: set[int] = set()  # ids of references to a patched name's original (saved)
         self.changed = False
         # (module, name or None) the applied changes refer to: the engine adds the imports the file lacks.
         self.needed_imports: dict[tuple[str, Optional[str]], None] = {}
@@ -244,7 +249,10 @@ class PythonContext(FileContext):
         if self.is_silenced(node, rule):
             return True
         if self.is_patched(node):
-            self.note(node, rule, PATCHED_REASON, severity="info")
+            if id(node) in self.saved_originals:
+                self.note(node, rule, SAVED_REASON, severity="warning", hint=SAVED_HINT)
+            else:
+                self.note(node, rule, PATCHED_REASON, severity="info")
             return True
         whole = npu_framework_guard(self.dispatch.npu_framework) if self.dispatch.npu_framework else \
             nvidia_stack_guard(self.dispatch.nvidia_stack) if self.dispatch.nvidia_stack else None
