@@ -22,6 +22,15 @@ class EnvVarRow:
     hint: str = ""
     note: str = ""
     values: tuple[str, ...] = ()  # when set, the row applies only to these assigned values
+    # An unsupported row's Ascend counterpart that is not a rename: it reads other values (or only some of them).
+    counterpart: str = ""
+
+    def left(self, shown: str, target: str = "Ascend") -> str:
+        """The finding of an unsupported row: `shown` (the name, or NAME=value) is left as is, and why."""
+        if self.counterpart:
+            return (f"{shown} is not read on {target}; left as is (its counterpart {self.counterpart} takes only "
+                    f"some of its values)")
+        return f"{shown} has no {target} equivalent; left as is"
 
     def matches(self, name: str) -> bool:
         return name.startswith(self.cuda[:-1]) if self.cuda.endswith("*") else name == self.cuda
@@ -48,7 +57,8 @@ class EnvVarTable:
         rows = []
         for raw in raw_rows:
             row = EnvVarRow(cuda=raw["cuda"], status=raw["status"], npu=raw.get("npu"), hint=raw.get("hint", ""),
-                            note=raw.get("note", ""), values=tuple(raw.get("values", ())))
+                            note=raw.get("note", ""), values=tuple(raw.get("values", ())),
+                            counterpart=raw.get("counterpart", ""))
             if row.status not in STATUSES or (row.status == "rename") != bool(row.npu):
                 raise MappingError(f"{target}/env_vars: bad row {raw!r}")
             rows.append(row)
@@ -68,6 +78,10 @@ class EnvVarTable:
             if name.startswith(prefix) and (not r.values or value in r.values):
                 return r
         return None
+
+    def renamed_for_values(self, name: str) -> bool:
+        """Whether a row renames `name` for some values only (the others, and its reads, have another row)."""
+        return any(r.values and r.status == "rename" for r in self._exact.get(name, ()))
 
     def target_name(self, name: str) -> str:
         """The name the target reads for `name` (itself unless the row renames it)."""

@@ -115,4 +115,4 @@ class ContainerEnvVars(YamlRule):
                 line, col = self.positions.line_col(start)
                 self.ctx.add(self.ID, line, col, message, kind="change")
         else:
-            self.report(start, f"{name} has no Ascend equivalent; left as is", hint=row.hint)
+            self.report(start, row.left(name), hint=row.hint)

@@ -123,7 +123,7 @@ class EnvVarNames(PythonRule):
             elif row.status == "rename":
                 self._renames[env.node] = (env.name, cast(str, row.npu))  # a rename row names it
             else:
-                self.report(env.node, f"{env.name} has no {self.ctx.target} equivalent; left as is",
+                self.report(env.node, row.left(env.name, self.ctx.target),
                             severity="warning", hint=row.hint)
 
     # The name positions are found on the way down, rewritten on the way up.

@@ -38,6 +38,16 @@ def assignment_words_with_option(cmd: Command) -> list[tuple[Word, Optional[Word
     return words
 
 
+def _name_value(word: Word) -> tuple[str, Optional[str]]:
+    """The name an assignment word (`A=1`, `export A`) sets and its value (None: no `=`)."""
+    m = cast(re.Match[str], ASSIGNMENT_RE.match(word.text) or NAME_RE.match(word.text))  # such words
+    name = m.group(1) if m.groups() else m.group(0)
+    value = word.text[m.end():] if m.groups() else None
+    if word.value is not None and m.groups():
+        value = word.value[word.value.index("=") + 1:]
+    return name, value
+
+
 def _word_name(word: Word) -> str:
     m = ASSIGNMENT_RE.match(word.text) or NAME_RE.match(word.text)
     return (m.group(1) if m.groups() else m.group(0)) if m else ""
@@ -51,7 +61,9 @@ class ShellEnvVars(ShellRule):
         (`$A`, `${A:-x}`, also inside double quotes, `$(...)`, `bash -c` strings and here-documents
         whose shell expands them), renames `CUDA_VISIBLE_DEVICES` -> `ASCEND_RT_VISIBLE_DEVICES`,
         `PYTORCH_CUDA_ALLOC_CONF` -> `PYTORCH_NPU_ALLOC_CONF`, `NCCL_SOCKET_IFNAME` ->
-        `HCCL_SOCKET_IFNAME`, from the target's env_vars table. Variables without an Ascend
+        `HCCL_SOCKET_IFNAME`, from the target's env_vars table; a variable the table renames for some
+        values only (`NCCL_ASYNC_ERROR_HANDLING=1` -> `HCCL_ASYNC_ERROR_HANDLING=1`, not `=3`) is renamed,
+        with its reads, where every setting of it in the script has such a value. Variables without an Ascend
         counterpart (`NCCL_IB_*`, `NCCL_P2P_DISABLE`, `VLLM_ATTENTION_BACKEND=FLASH_ATTN`) are reported
         where they are set and left in place.
 
@@ -83,18 +95,16 @@ class ShellEnvVars(ShellRule):
     ID = "shell-env-vars"
     SAFETY = "safe"
     TRIGGERS = env_triggers(with_shell=True)
+    _settled: dict[str, Optional[EnvVarRow]] = {}  # _value_renames of the script being read
 
     def check(self, script: Script) -> None:
+        self._settled = self._value_renames(script)
         for cmd in script.commands:
             words = assignment_words_with_option(cmd)
             names = {_word_name(w) for w, _ in words}
             for word, option in words:
-                m = cast(re.Match[str], ASSIGNMENT_RE.match(word.text) or NAME_RE.match(word.text))  # such words
-                name = m.group(1) if m.groups() else m.group(0)
-                value = word.text[m.end():] if m.groups() else None
-                if word.value is not None and m.groups():
-                    value = word.value[word.value.index("=") + 1:]
-                row = env_lookup(self.ctx.options, name, value)
+                name, value = _name_value(word)
+                row = self._row(name, value)
                 if row is not None and row.status == "rename" and row.npu in names:
                     continue  # sets both names: the device-agnostic form (--keep-cuda) of this setting
                 self._name(cmd, name, word.start, value, assignment=True,
@@ -103,9 +113,31 @@ class ShellEnvVars(ShellRule):
             self._name(None, param.name, param.start, None, assignment=False,
                        portable=partial(self._either, script, param))
 
+    def _value_renames(self, script: Script) -> dict[str, Optional[EnvVarRow]]:
+        """Each variable the table renames for some values only (NCCL_ASYNC_ERROR_HANDLING=0|1), set in this
+        script: the rename row when every setting of it here takes one, else None. One decision a script,
+        so that its reads (`$NCCL_ASYNC_ERROR_HANDLING`) follow its settings."""
+        table = EnvVarTable.for_options(self.ctx.options, with_shell=True)
+        rows: dict[str, set[Optional[EnvVarRow]]] = {}
+        for cmd in script.commands:
+            for word, _ in assignment_words_with_option(cmd):
+                name, value = _name_value(word)
+                if table.renamed_for_values(name):
+                    rows.setdefault(name, set()).add(table.lookup(name, value))
+        settled: dict[str, Optional[EnvVarRow]] = {}
+        for name, found in rows.items():
+            row = next(iter(found)) if len(found) == 1 else None
+            settled[name] = row if row is not None and row.status == "rename" else None
+        return settled
+
+    def _row(self, name: str, value: Optional[str]) -> Optional[EnvVarRow]:
+        if name in self._settled:  # renamed here for its values, reads included, or not at all
+            return self._settled[name] or env_lookup(self.ctx.options, name, None)
+        return env_lookup(self.ctx.options, name, value)
+
     def _name(self, cmd: Optional[Command], name: str, start: int, value: Optional[str], *, assignment: bool,
               portable: Callable[[str], Optional[Span]]) -> None:
-        row = env_lookup(self.ctx.options, name, value)
+        row = self._row(name, value)
         if row is None or row.status == "keep":
             return
         if row.status == "rename" and row.npu:
@@ -123,7 +155,7 @@ class ShellEnvVars(ShellRule):
                         portable=lambda: None)
         elif assignment:
             shown = f"{name}={value}" if row.values and value else name
-            self.report(start, f"{shown} has no Ascend equivalent; left as is", hint=row.hint)
+            self.report(start, row.left(shown), hint=row.hint)
 
     def _either(self, script: Script, param: Param, npu: str) -> Optional[Span]:
         """`$CUDA_X` / `${CUDA_X}` -> `${NPU_X:-$CUDA_X}`: (start, end, text), or None."""

@@ -64,4 +64,4 @@ class YamlEnvVars(YamlRule):
                     else:
                         self.replace(span, name, row.npu, f"{name} -> {row.npu}")
                 else:
-                    self.report(span[0], f"{name} has no Ascend equivalent; left as is", hint=row.hint)
+                    self.report(span[0], row.left(name), hint=row.hint)

@@ -85,7 +85,9 @@ def support_matrix_doc() -> str:
                                                              else "none")
                 notes = r.get("hint") or r.get("note") or r.get("reason") or \
                     ("" if r.get("npu") or r.get("status") in ("keep", "same") else "no NPU equivalent recorded")
-                out.append(f"| `{md_cell(r['cuda'])}` | {md_cell(npu)} | {md_cell(r.get('status', ''))} | "
+                values = r.get("values")
+                cuda = f"`{md_cell(r['cuda'])}`" + (f" set to {', '.join(map(str, values))}" if values else "")
+                out.append(f"| {cuda} | {md_cell(npu)} | {md_cell(r.get('status', ''))} | "
                            f"{md_cell(notes)} |")
             out.append("")
     return "\n".join(out).rstrip() + "\n"

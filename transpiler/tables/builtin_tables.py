@@ -352,7 +352,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
          'vllm': {'platform': 'vllm.platforms.current_platform', 'device_type': 'device_type'}},
     ),
     ('ascend', 'env_vars'): (
-        'd074b0988cf2c476a19d0671d431d565',
+        'd73e7589d5f71ca2fbed26e8cf97cffb',
         {'rows': [{'cuda': 'CUDA_VISIBLE_DEVICES',
                    'npu': 'ASCEND_RT_VISIBLE_DEVICES',
                    'status': 'rename',
@@ -393,11 +393,26 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                    'status': 'unsupported',
                    'hint': 'HCCL uses HCCL_CONNECT_TIMEOUT and HCCL_EXEC_TIMEOUT (seconds)'},
                   {'cuda': 'NCCL_ASYNC_ERROR_HANDLING',
+                   'values': ['0', '1'],
+                   'npu': 'HCCL_ASYNC_ERROR_HANDLING',
+                   'status': 'rename',
+                   'source': 'torch_npu docs environment_variable_reference/HCCL_ASYNC_ERROR_HANDLING.md (0 off, 1 on); '
+                             'verl examples/gspo_trainer/run_qwen3_32b_gspo_npu.sh'},
+                  {'cuda': 'TORCH_NCCL_ASYNC_ERROR_HANDLING',
+                   'values': ['0', '1'],
+                   'npu': 'HCCL_ASYNC_ERROR_HANDLING',
+                   'status': 'rename',
+                   'source': 'torch_npu docs environment_variable_reference/HCCL_ASYNC_ERROR_HANDLING.md (0 off, 1 on)'},
+                  {'cuda': 'NCCL_ASYNC_ERROR_HANDLING',
                    'status': 'unsupported',
-                   'hint': 'HCCL reads HCCL_ASYNC_ERROR_HANDLING'},
+                   'counterpart': 'HCCL_ASYNC_ERROR_HANDLING',
+                   'hint': "set HCCL_ASYNC_ERROR_HANDLING instead: 0 (off) or 1 (on, the default from torch 2.1); NCCL's 2 "
+                           'and 3 have no HCCL form'},
                   {'cuda': 'TORCH_NCCL_ASYNC_ERROR_HANDLING',
                    'status': 'unsupported',
-                   'hint': 'HCCL reads HCCL_ASYNC_ERROR_HANDLING'}]},
+                   'counterpart': 'HCCL_ASYNC_ERROR_HANDLING',
+                   'hint': "set HCCL_ASYNC_ERROR_HANDLING instead: 0 (off) or 1 (on, the default from torch 2.1); NCCL's 2 "
+                           'and 3 have no HCCL form'}]},
     ),
     ('ascend', 'framework_settings'): (
         'd18f68fd7a4e6ebd0e4ca474005fa3ac',
