@@ -49,3 +49,23 @@ def test_the_held_out_split_is_chosen_at_run_time_too(pipeline, tmp_path):  # no
     root = tmp_path / ray.trained[0]["trainer"]["default_local_dir"]
     result = json.loads((root / "global_step_3" / "agent_eval.json").read_text())
     assert result["eval_files"] == "data/other/test.parquet"
+
+
+def test_a_validation_split_given_at_run_time_is_the_one_evaluated(pipeline, tmp_path):  # noqa: F811
+    # `python pipeline.py data.val_files=...` names the held-out split VERL validates on; the agent's evaluation
+    # after training reads the same file, not the one the script was generated with.
+    import json
+
+    _, ray = pipeline({"save_freq": 5}, ["data.val_files=data/mine/test.parquet"])
+    root = tmp_path / ray.trained[0]["trainer"]["default_local_dir"]
+    result = json.loads((root / "global_step_3" / "agent_eval.json").read_text())
+    assert result["eval_files"] == "data/mine/test.parquet"
+
+
+def test_without_eval_files_the_evaluation_reads_the_configs_validation_split(pipeline, tmp_path):  # noqa: F811
+    import json
+
+    _, ray = pipeline({"save_freq": 5, "val_files": "data/generated/val.parquet"}, [])
+    root = tmp_path / ray.trained[0]["trainer"]["default_local_dir"]
+    result = json.loads((root / "global_step_3" / "agent_eval.json").read_text())
+    assert result["eval_files"] == "data/generated/val.parquet"
