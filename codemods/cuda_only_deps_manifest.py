@@ -15,12 +15,17 @@ from npu_port.transpiler.text.text_edits import LineIndex
 # A finding's offset, message, hint and severity.
 _Site = tuple[int, str, str, Severity]
 _TOML_TABLE = re.compile(r"^\s*\[\[?\s*([^\]]+?)\s*\]\]?\s*(?:#.*)?$")
-_TOML_KEY = re.compile(r"^\s*([A-Za-z0-9_.\"'-]+)\s*=")
+# A key: bare or quoted parts joined by dots, then `=` (not the `==` of a pin inside an array's string).
+_TOML_KEY = re.compile(r"""^\s*((?:[A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*')(?:\s*\.\s*(?:[A-Za-z0-9_-]+|"[^"\n]*"|'[^'\n]*'))*)"""
+                       r"\s*=(?!=)")
 _TOML_STRING = re.compile(r"\"((?:[^\"\\\n]|\\.)*)\"|'([^'\n]*)'")
 _SETUP_CFG_KEYS = frozenset({"install_requires", "setup_requires", "tests_require"})
 # Tables whose array values are PEP 508 requirements, with the keys that hold them (None: every key).
 _REQUIREMENT_KEYS = {"project": {"dependencies"}, "project.optional-dependencies": None,
-                     "build-system": {"requires"}, "dependency-groups": None}
+                     "build-system": {"requires"}, "dependency-groups": None, "tool.uv": {"dev-dependencies"},
+                     "tool.pdm.dev-dependencies": None}
+# uv's arrays that pin a version for whatever else requires the package, without requiring it.
+_PIN_KEYS = {"tool.uv": {"override-dependencies", "constraint-dependencies", "build-constraint-dependencies"}}
 _POETRY_DEPENDENCIES = re.compile(r"tool\.poetry\.(?:group\.[^.]+\.)?(?:dev-)?dependencies")
 _FROM = re.compile(r"^\s*FROM\s+(?:--platform=\S+\s+)?(\S+)", re.I | re.M)
 _RUN = re.compile(r"^\s*RUN\s+", re.I | re.M)
@@ -47,7 +52,9 @@ class CudaOnlyDepsManifest(TextRule):
         Reads `requirements*.txt` / `constraints*.txt` line by line, setup.cfg's `install_requires`,
         `setup_requires`, `tests_require` and `[options.extras_require]`, the requirement arrays of
         `pyproject.toml` (`[project] dependencies`, `[project.optional-dependencies]`,
-        `[build-system] requires`, `[dependency-groups]`, Poetry's dependency tables), and in a
+        `[build-system] requires`, `[dependency-groups]`, Poetry's dependency tables, uv's
+        `dev-dependencies` and PDM's; uv's `override-dependencies` and `constraint-dependencies`, which
+        only pin what another dependency pulls in, are info), and in a
         Dockerfile each `pip install` and each `apt-get` / `yum` install of a `RUN` line (CUDA system
         packages: `cuda-*`, `libcudnn*`, `libnccl*`) and each `FROM` image. Every requirement of a
         distribution with no Ascend build (`cupy-cuda*`, `flash-attn`, `bitsandbytes`, `xformers`,
@@ -103,6 +110,13 @@ class CudaOnlyDepsManifest(TextRule):
             _, row = found
             yield offset, message(row, requirement.strip()), row.hint, "warning"
 
+    def _pin(self, offset: int, requirement: str) -> Iterator[_Site]:
+        found = match_requirement(self.ctx.target, requirement)
+        if found is not None:
+            yield (offset, f"{found[1].what}: `{requirement.strip()}` pins a package with no Ascend build for the "
+                           f"dependencies that pull it in", "it goes with the dependency that needs it: drop the pin "
+                                                            "when that dependency is dropped or replaced", "info")
+
     # -- requirements*.txt ----------------------------------------------------------------------
     def _requirements(self, text: str) -> Iterator[_Site]:
         offset = 0
@@ -152,11 +166,13 @@ class CudaOnlyDepsManifest(TextRule):
                         # Poetry names the dependency by its key: `flash-attn = "^2.5"`.
                         yield from self._requirement(offset + assigned.start(1), key)
                 keys = _REQUIREMENT_KEYS.get(table, set())
-                if keys is None or key in (keys or ()):
+                pinned = key in _PIN_KEYS.get(table, ())
+                if keys is None or key in (keys or ()) or pinned:
                     start = assigned.end() if assigned else 0
+                    read = self._pin if pinned else self._requirement
                     for m in _TOML_STRING.finditer(line, start):
                         value = m.group(1) if m.group(1) is not None else m.group(2)
-                        yield from self._requirement(offset + m.start() + 1, value)
+                        yield from read(offset + m.start() + 1, value)
             offset += len(line)
 
     # -- Dockerfile -----------------------------------------------------------------------------

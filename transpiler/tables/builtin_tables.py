@@ -186,7 +186,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
         {'to_device': ['tensordict.*']},
     ),
     ('ascend', 'cuda_only_packages'): (
-        '1806eec661a75272b1f248db864ac122',
+        'd350b8093ad6e61f34ab86589b510335',
         {'rows': [{'name': 'cupy-cuda*',
                    'what': 'CuPy built for CUDA',
                    'hint': 'CuPy has no Ascend build; use torch tensors on the NPU (or NumPy on the host) and drop the '
@@ -222,6 +222,13 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                   {'name': 'liger-kernel',
                    'what': 'Liger Kernel (Triton kernels)',
                    'hint': 'not supported on Ascend: drop it and keep the plain Hugging Face layers'},
+                  {'name': 'unsloth',
+                   'what': 'Unsloth (CUDA and Triton kernels)',
+                   'hint': 'no Ascend backend: train with transformers and peft (or a trainer with Ascend support), and '
+                           'drop unsloth and unsloth-zoo'},
+                  {'name': 'unsloth-zoo',
+                   'what': "Unsloth's companion kernels and patches",
+                   'hint': 'no Ascend backend: it goes with unsloth; train with transformers and peft instead'},
                   {'name': 'mamba-ssm',
                    'what': 'mamba_ssm (CUDA kernels)',
                    'hint': 'no Ascend build: use a pure PyTorch selective scan'},
