@@ -148,10 +148,21 @@ def wheel_requires(url: str) -> list[str]:
 
 # --- which file installs where ---------------------------------------------------------------------------
 
+def _interpreter_fits(interpreter: str, abi: str) -> bool:
+    """CPython 3.11 runs a wheel built for it (cp311), a pure-Python one (py3, py311: abi none), and a stable-ABI
+    one built for any CPython 3.x up to 3.11 (cp38-abi3: vLLM's wheels)."""
+    if abi == "abi3":
+        m = re.fullmatch(r"cp3(\d+)", interpreter)
+        return m is not None and int(m.group(1)) <= int(PYTHON[3:])
+    if abi == "none":
+        return interpreter in ("py3", "py311", PYTHON)
+    return interpreter == PYTHON and abi == PYTHON
+
+
 def _installs_on(filename: str, machine: str) -> bool:
     _, _, _, tags = parse_wheel_filename(filename)
     for tag in tags:
-        if tag.interpreter not in (PYTHON, "py3", "py311") or tag.abi not in (PYTHON, "abi3", "none"):
+        if not _interpreter_fits(tag.interpreter, tag.abi):
             continue
         if tag.platform == "any" or (tag.platform.startswith(("manylinux", "linux"))
                                      and tag.platform.endswith(machine)):
