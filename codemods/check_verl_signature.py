@@ -6,7 +6,7 @@ from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.analysis.project_modules import project_defines
+from npu_port.transpiler.analysis.project_modules import in_checkout_of
 from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables import api_facts, verl_keys
 
@@ -63,7 +63,9 @@ class VerlCallSignature(PythonRule):
         against it: a required parameter not passed, a keyword it has not, too many positional
         arguments. The release is the one `check` finds for the project, as for `unknown-verl-key-sh`
         (`--verl-version`, `verl_version` in `[tool.npu-port]`, the project's `verl` pin), else the
-        newest snapshotted. A call that spreads `*args` or `**kwargs` is not judged.
+        newest snapshotted. A call that spreads `*args` or `**kwargs` is not judged, nor is code in a
+        checkout of VERL itself or of a fork (the `verl` package, and its tests, examples and recipes
+        beside it), which calls that checkout's own functions.
 
     Why:
         VERL changes its entry points between releases: `run_ppo(config)` is how verl 0.8 launchers
@@ -88,12 +90,13 @@ class VerlCallSignature(PythonRule):
 
     @classmethod
     def scout(cls, facts, options) -> bool:
-        # Code that calls VERL: it imports verl. A file of a VERL tree itself (VERL, a fork) calls its own
-        # functions with its own signatures, whatever release it is closest to: not judged (and never parsed
-        # for it, which on verl's own tree cost check as much as all the other rules together).
+        # Code that calls VERL: it imports verl. A file of a VERL checkout itself (VERL, a fork: its package,
+        # tests, examples and recipes) calls its own functions with its own signatures, whatever release it
+        # is closest to: not judged (and never parsed for it, which on verl's own tree cost check as much as
+        # all the other rules together).
         if not facts.has_word("verl"):
             return False
-        return project_defines(facts.path, "verl", ()) is None if facts.path else True
+        return not in_checkout_of(facts.path, "verl") if facts.path else True
 
     def _release(self) -> tuple[str, Optional[api_facts.ApiSnapshot]]:
         if self._facts is None:

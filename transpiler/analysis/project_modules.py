@@ -111,6 +111,26 @@ def package_root(path: str, top: str) -> Optional[str]:
     return _package_root(os.path.dirname(os.path.abspath(path)), top)
 
 
+@lru_cache(maxsize=256)
+def _holds_package_above(folder: str, top: str) -> bool:
+    here = folder
+    while True:
+        if os.path.isfile(os.path.join(here, top, "__init__.py")):
+            return True
+        parent = os.path.dirname(here)
+        if parent == here:
+            return False
+        here = parent
+
+
+def in_checkout_of(path: str, top: str) -> bool:
+    """Whether the file `path` lies in a checkout of the project whose package is `top`: in that package, or
+    beside it (its tests, examples and recipes, which import the checkout's own package, not a release)."""
+    if not path or path.startswith("<"):
+        return False
+    return _holds_package_above(os.path.dirname(os.path.abspath(path)), top)
+
+
 def project_defines(path: str, module: str, names: tuple[str, ...]) -> Optional[bool]:
     """Whether the project that the file `path` belongs to defines `module` with every one of `names`.
     None where the file is not part of a package named like the module's top (`verl` for verl.utils.device):
