@@ -13,6 +13,37 @@ from npu_port.transpiler.core.rules import PythonRule
 _SETUP_CALLS = {"setuptools.setup", "distutils.core.setup"}
 _REQUIREMENT_KEYWORDS = {"install_requires", "setup_requires", "tests_require", "extras_require"}
 _RUNTIME_ENV_CLASSES = ("ray.runtime_env.RuntimeEnv", "ray.runtime_env.runtime_env.RuntimeEnv")
+# Methods that add to a module-level list, set or dict of requirements.
+_GROWERS = frozenset({"append", "extend", "update", "insert", "add"})
+
+
+def _bound_name(target: cst.BaseExpression) -> Optional[str]:
+    """The module-level name an assignment target binds or adds to: `R`, `R["gpu"]` (an entry of R)."""
+    if isinstance(target, cst.Subscript):
+        target = target.value
+    return target.value if isinstance(target, cst.Name) else None
+
+
+def _returns(body: cst.BaseSuite) -> list[cst.BaseExpression]:
+    """The values a function body returns, outside the functions and classes it defines."""
+    found: list[cst.BaseExpression] = []
+
+    class Returns(cst.CSTVisitor):
+        def visit_Return(self, node: cst.Return) -> None:
+            if node.value is not None:
+                found.append(node.value)
+
+        def visit_FunctionDef(self, node: cst.FunctionDef) -> bool:
+            return False
+
+        def visit_ClassDef(self, node: cst.ClassDef) -> bool:
+            return False
+
+        def visit_Lambda(self, node: cst.Lambda) -> bool:
+            return False
+
+    body.visit(Returns())
+    return found
 
 
 def _string(node: cst.BaseExpression) -> Optional[str]:
@@ -27,8 +58,11 @@ class CudaOnlyDeps(PythonRule):
 
     What it does:
         Reads the requirements `setup(...)` declares (`install_requires`, `setup_requires`,
-        `tests_require`, `extras_require`, as literals or through the module-level names they are
-        built from, `+` included) and the `pip` list of every runtime_env written in Python (a dict
+        `tests_require`, `extras_require`), as literals or through what the module binds to the names
+        they are built from: assignments, `+=`, `R["extra"] = ...`, `R.append(...)`, the results of the
+        module's own functions, lookups in a table and comprehensions over one (`deps["trl"]` with
+        `deps = {... for x in _deps}`, the layout transformers' setup.py made common); lookup keys and
+        function arguments are not read as requirements. Also the `pip` list of every runtime_env written in Python (a dict
         with a `"pip"` key, its `{"packages": [...]}` form, `RuntimeEnv(pip=[...])`). Each
         requirement of a distribution in codemods/data/<target>/cuda_only_packages.yaml
         (`flash-attn`, `cupy-cuda12x`, `bitsandbytes`, `nvidia-*`, `triton` -> `triton-ascend`, ...) is
@@ -40,6 +74,8 @@ class CudaOnlyDeps(PythonRule):
 
     Example:
         GPU_REQUIRES = ["liger-kernel", "flash-attn"]         ->  unchanged; two warnings
+        _deps = ["bitsandbytes>=0.43", "torch"]; deps = {re.split("[<>=]", d)[0]: d for d in _deps}
+        setup(install_requires=[deps["bitsandbytes"]])         ->  unchanged; warning at "bitsandbytes>=0.43"
         ray.init(runtime_env={"pip": ["cupy-cuda12x"]})       ->  unchanged; warning
 
     Fix safety:
@@ -61,12 +97,21 @@ class CudaOnlyDeps(PythonRule):
 
     def __init__(self, ctx):
         super().__init__(ctx)
-        self._assigned: dict[str, cst.BaseExpression] = {}  # module-level NAME = <value>
+        # Module-level bindings of each name: what it is assigned (`R = [...]`, `R += [...]`, `R["x"] = ...`,
+        # `R.append(...)` / `.extend` / `.update` / `.insert` / `.add`) or, for a function, what it returns.
+        self._bound: dict[str, list[cst.BaseExpression]] = {}
         self._declared: list[cst.BaseExpression] = []  # setup(...) requirement values, read at the end
         self._depth = 0  # function and class bodies: their assignments are not module-level
 
+    def _bind(self, name: str, value: Optional[cst.BaseExpression]) -> None:
+        if value is not None:
+            self._bound.setdefault(name, []).append(value)
+
     # -- what the module binds, for `install_requires=REQUIRES` ----------------------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        if self._depth == 0:
+            for ret in _returns(node.body):
+                self._bind(node.name.value, ret)
         self._depth += 1
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
@@ -83,12 +128,27 @@ class CudaOnlyDeps(PythonRule):
     def visit_Assign(self, node: cst.Assign) -> None:
         if self._depth == 0:
             for target in node.targets:
-                if isinstance(target.target, cst.Name):
-                    self._assigned[target.target.value] = node.value
+                name = _bound_name(target.target)
+                if name is not None:
+                    self._bind(name, node.value)
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        name = _bound_name(node.target) if self._depth == 0 else None
+        if name is not None:
+            self._bind(name, node.value)
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        name = _bound_name(node.target) if self._depth == 0 else None
+        if name is not None:
+            self._bind(name, node.value)
 
     # -- setup(...) and runtime_env pip lists -------------------------------------------------------
     def visit_Call(self, node: cst.Call) -> None:
-        name = self.ctx.resolve(node.func)
+        func = node.func
+        if (self._depth == 0 and isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name)
+                and func.attr.value in _GROWERS and node.args):
+            self._bind(func.value.value, node.args[-1].value)  # REQUIRES.append("flash-attn")
+        name = self.ctx.resolve(func)
         if name in _SETUP_CALLS:
             self._declared.extend(a.value for a in node.args
                                   if a.keyword is not None and a.keyword.value in _REQUIREMENT_KEYWORDS)
@@ -111,20 +171,37 @@ class CudaOnlyDeps(PythonRule):
             self._requirements(value, set())
 
     def _requirements(self, value: cst.BaseExpression, seen: set[str]) -> None:
-        """Every requirement string `value` is built from: literals, `+`, dict values, module names."""
+        """Every requirement string `value` is built from: literals, `+`, containers (dict values), and
+        what the module binds to the names it reads (`deps["trl"]` reads `deps`, a comprehension reads its
+        iterables, `deps_list(...)` what the module's function returns), each name once. Dict keys and
+        subscripts are keys, not requirements (`deps["bitsandbytes"]` looks one up)."""
         if isinstance(value, (cst.List, cst.Tuple, cst.Set)):
             for element in value.elements:
                 self._requirements(element.value, seen)
         elif isinstance(value, cst.Dict):
             for entry in value.elements:
-                if isinstance(entry, cst.DictElement):
-                    self._requirements(entry.value, seen)
-        elif isinstance(value, cst.BinaryOperation) and isinstance(value.operator, cst.Add):
+                self._requirements(entry.value, seen)  # `**other` too
+        elif isinstance(value, cst.BinaryOperation):
             self._requirements(value.left, seen)
             self._requirements(value.right, seen)
-        elif isinstance(value, cst.Name) and value.value in self._assigned and value.value not in seen:
-            seen.add(value.value)
-            self._requirements(self._assigned[value.value], seen)
+        elif isinstance(value, cst.Name):
+            if value.value in self._bound and value.value not in seen:
+                seen.add(value.value)
+                for bound in self._bound[value.value]:
+                    self._requirements(bound, seen)
+        elif isinstance(value, cst.Subscript):
+            self._requirements(value.value, seen)
+        elif isinstance(value, cst.Call):
+            self._requirements(value.func, seen)  # a module function's results; its arguments are keys
+        elif isinstance(value, (cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp)):
+            self._requirements(value.value if isinstance(value, cst.DictComp) else value.elt, seen)
+            clause: Optional[cst.CompFor] = value.for_in
+            while clause is not None:
+                self._requirements(clause.iter, seen)
+                clause = clause.inner_for_in
+        elif isinstance(value, cst.IfExp):
+            self._requirements(value.body, seen)
+            self._requirements(value.orelse, seen)
         else:
             text = _string(value)
             found = match_requirement(self.ctx.target, text) if text is not None else None
