@@ -7,6 +7,7 @@ import re
 from collections.abc import Iterator
 
 from npu_port.codemods._cuda_packages import TRIGGER_PATTERN, match_image, match_requirement, match_system, message
+from npu_port.transpiler.core.files import is_makefile
 from npu_port.transpiler.core.report import Severity
 from npu_port.transpiler.core.rules import TextRule
 from npu_port.transpiler.text.shell import Script, ShellSyntaxError
@@ -46,7 +47,7 @@ _SYSTEM_INSTALLERS = {"apt-get", "apt", "yum", "dnf"}
 
 
 class CudaOnlyDepsManifest(TextRule):
-    """Reports dependencies with no Ascend build in requirements files, pyproject.toml and Dockerfiles.
+    """Reports dependencies with no Ascend build in requirements files, pyproject.toml, Dockerfiles and Makefiles.
 
     What it does:
         Reads `requirements*.txt` / `constraints*.txt` line by line, setup.cfg's `install_requires`,
@@ -56,7 +57,8 @@ class CudaOnlyDepsManifest(TextRule):
         `dev-dependencies` and PDM's; uv's `override-dependencies` and `constraint-dependencies`, which
         only pin what another dependency pulls in, are info), and in a
         Dockerfile each `pip install` and each `apt-get` / `yum` install of a `RUN` line (CUDA system
-        packages: `cuda-*`, `libcudnn*`, `libnccl*`) and each `FROM` image. Every requirement of a
+        packages: `cuda-*`, `libcudnn*`, `libnccl*`) and each `FROM` image; in a Makefile the same
+        installs in its recipes (`uv pip install flash-attn`). Every requirement of a
         distribution with no Ascend build (`cupy-cuda*`, `flash-attn`, `bitsandbytes`, `xformers`,
         `apex`, `nvidia-*` wheels, `triton`, whose Ascend backend is `triton-ascend`, ...) and every
         CUDA base image (`nvidia/cuda`, NGC images) is reported on its line. A `pip uninstall` of
@@ -77,6 +79,8 @@ class CudaOnlyDepsManifest(TextRule):
         triton==3.1.0                            ->  unchanged; warning: depend on triton-ascend instead
         FROM nvidia/cuda:12.4.1-devel-ubuntu22.04 ->  unchanged; warning: a CUDA base image
         ENV CUDA_HOME=/usr/local/cuda            ->  unchanged; info: a step of the CUDA image
+        (a Makefile recipe) uv pip install flash-attn --no-build-isolation
+                                                 ->  unchanged; warning: no Ascend build
 
     Fix safety:
         Report-only: which dependency replaces one (or whether it can simply go) is a decision.
@@ -97,6 +101,8 @@ class CudaOnlyDepsManifest(TextRule):
             sites = self._setup_cfg(text)
         elif name.endswith(".txt"):
             sites = self._requirements(text)
+        elif is_makefile(name):
+            sites = self._makefile(text)
         else:
             sites = self._dockerfile(text)
         for offset, message_text, hint, severity in sites:
@@ -174,6 +180,26 @@ class CudaOnlyDepsManifest(TextRule):
                         value = m.group(1) if m.group(1) is not None else m.group(2)
                         yield from read(offset + m.start() + 1, value)
             offset += len(line)
+
+    # -- Makefile -------------------------------------------------------------------------------
+    def _makefile(self, text: str) -> Iterator[_Site]:
+        """Each recipe (a tab-indented line and the lines its `\\` continues) is run by the shell: its `pip`
+        and `uv pip` installs are read as a Dockerfile's RUN lines are. Make's own syntax stays out: the
+        recipe prefixes `@`, `-`, `+` and each continuation's leading tab become spaces (offsets are the
+        file's); `$(VAR)` reads as a command substitution and `$$` as `$`, neither of them a requirement."""
+        offset, start, body = 0, -1, ""
+        for line in text.splitlines(keepends=True):
+            if start >= 0:  # a continued recipe line
+                body += " " + line[1:] if line.startswith("\t") else line
+            elif line.startswith("\t"):
+                prefix = len(line) - len(line[1:].lstrip("@-+ \t"))
+                start, body = offset, " " * prefix + line[prefix:]
+            offset += len(line)
+            if start >= 0 and not line.rstrip("\r\n").endswith("\\"):
+                yield from self._pip_installs(body, start)
+                start, body = -1, ""
+        if start >= 0:
+            yield from self._pip_installs(body, start)
 
     # -- Dockerfile -----------------------------------------------------------------------------
     def _dockerfile(self, text: str) -> Iterator[_Site]:

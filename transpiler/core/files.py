@@ -118,15 +118,22 @@ def language_of(path: str | Path, head: bytes = b"") -> Language:
 
 
 def is_manifest(name: str) -> bool:
-    """A dependency list or container recipe (lower-case `name`): requirements*.txt, constraints*.txt,
-    pyproject.toml, setup.cfg, Dockerfile / Containerfile (also `Dockerfile.dev`, `gpu.dockerfile`), any .txt in a
-    `requirements/` folder."""
+    """A dependency list or a build or container recipe (lower-case `name`): requirements*.txt,
+    constraints*.txt, pyproject.toml, setup.cfg, Dockerfile / Containerfile (also `Dockerfile.dev`,
+    `gpu.dockerfile`), any .txt in a `requirements/` folder, a Makefile (`Makefile`, `GNUmakefile`,
+    `makefile.in`, `*.mk`: its recipes install and build)."""
     parts = name.replace("\\", "/").rsplit("/", 2)
     base, folder = parts[-1], parts[-2] if len(parts) > 1 else ""
     return ((base.endswith(".txt") and ("requirements" in base or base.startswith("constraints")
                                         or folder == "requirements"))
             or (base.startswith("pyproject") and base.endswith(".toml")) or base == "setup.cfg"
-            or base.startswith(("dockerfile", "containerfile")) or base.endswith(".dockerfile"))
+            or base.startswith(("dockerfile", "containerfile")) or base.endswith(".dockerfile")
+            or is_makefile(base))
+
+
+def is_makefile(base: str) -> bool:
+    """A make file, by its lower-case base name."""
+    return base in ("makefile", "gnumakefile") or base.startswith("makefile.") or base.endswith(".mk")
 
 
 def needs_head(path: str | Path) -> bool:

@@ -14,7 +14,8 @@ Severity = Literal["info", "warning", "error"]
 FindingKind = Literal["change", "finding"]  # a change convert made, or something for a human to look at
 Status = Literal["converted", "unchanged", "skipped", "failed", "copied"]  # what happened to an input file
 # A file's kind (core/files.language_of); "other" files are copied as they are. "manifest": dependency
-# lists and container recipes (requirements*.txt, pyproject.toml, Dockerfile), read by report-only rules.
+# lists and build or container recipes (requirements*.txt, pyproject.toml, Dockerfile, Makefile), read by
+# report-only rules.
 # "notebook": Jupyter notebooks, whose code cells the Python rules convert (core/notebook.py).
 Language = Literal["python", "shell", "yaml", "cuda", "manifest", "notebook", "other"]
 # What an outcome says of its file: its Language, "link" (a symbolic link, copied as one), or "" (not said:
