@@ -305,7 +305,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                      'only_with': '-cu1'}]},
     ),
     ('ascend', 'cuda_probes'): (
-        'c848db811a491e91edcaf2d441acfc2a',
+        'bba4b6066bc164c88a65f1c9ad7ed70a',
         {'reads': [{'name': 'torch.version.cuda',
                     'what': '`torch.version.cuda` is None on Ascend NPU',
                     'hint': 'torch_npu runs on a CPU build of torch, so a test on it takes the no-GPU path there; test '
@@ -335,7 +335,13 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
          'toolkit_program_hint': 'the CUDA toolkit does not exist on an Ascend host: the CANN version is in '
                                  '$ASCEND_TOOLKIT_HOME/version.cfg (or `npu-smi info` for the driver); kernels are built '
                                  'with the CANN toolchain',
-         'toolkit_paths': ['/usr/local/cuda']},
+         'toolkit_paths': ['/usr/local/cuda'],
+         'wheel_paths': ['site-packages/nvidia/', 'dist-packages/nvidia/'],
+         'wheel_path_hint': "the NVIDIA CUDA wheels are not installed on an Ascend host: drop the path (CANN's set_env.sh "
+                            'puts its own libraries on LD_LIBRARY_PATH)',
+         'toolkit_modules': ['cuda', 'cudatoolkit', 'cuda-toolkit', 'cudnn', 'nccl', 'nvhpc', 'nvhpc-sdk'],
+         'toolkit_module_hint': 'load the CANN environment instead: `source /usr/local/Ascend/ascend-toolkit/set_env.sh` '
+                                "(or the cluster's own CANN module, if it has one)"},
     ),
     ('ascend', 'device_agnostic'): (
         '0be76f6afbfea01a397d427782b0359f',
