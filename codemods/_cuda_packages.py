@@ -9,7 +9,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Optional
 
-from npu_port.transpiler.tables.mapping import load_table
+from npu_port.transpiler.tables.mapping import available_targets, load_table
 
 # PEP 508: the name, then extras, a version, `@ url` or `; marker`.
 _REQUIREMENT = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?:[<>=!~;@(]|$)")
@@ -116,6 +116,22 @@ def match_image(target: str, image: str) -> Optional[PackageRow]:
         if name.startswith(row.name) and (not row.only_with or row.only_with in name):
             return row
     return None
+
+
+@cache
+def switch_rows(target: str) -> dict[str, PackageRow]:
+    """Config key (`use_liger_kernel`) -> the row of the package it switches on, from the table's `switches`."""
+    out = {}
+    for raw in load_table(target, "cuda_only_packages").get("switches", []):
+        found = match_requirement(target, raw["package"])
+        if found is not None:
+            out[raw["key"]] = found[1]
+    return out
+
+
+def switch_keys() -> tuple[str, ...]:
+    """Every target's switch keys, for a rule's TRIGGERS."""
+    return tuple(sorted({key for target in available_targets() for key in switch_rows(target)}))
 
 
 def message(row: PackageRow, text: str) -> str:

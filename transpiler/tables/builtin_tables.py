@@ -186,7 +186,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
         {'to_device': ['tensordict.*']},
     ),
     ('ascend', 'cuda_only_packages'): (
-        'd350b8093ad6e61f34ab86589b510335',
+        '5e2d0a27126a4651424db179835d714b',
         {'rows': [{'name': 'cupy-cuda*',
                    'what': 'CuPy built for CUDA',
                    'hint': 'CuPy has no Ascend build; use torch tensors on the NPU (or NumPy on the host) and drop the '
@@ -221,7 +221,9 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                    'hint': 'no Ascend build: depend on faiss-cpu instead (the same Python API, searched on the host CPU)'},
                   {'name': 'liger-kernel',
                    'what': 'Liger Kernel (Triton kernels)',
-                   'hint': 'not supported on Ascend: drop it and keep the plain Hugging Face layers'},
+                   'hint': "the PyPI wheel pulls CUDA's triton: on Ascend, Liger Kernel (0.6.5 or later) is built from "
+                           'source with triton-ascend (its README, Ascend NPU), or dropped for the plain Hugging Face '
+                           'layers'},
                   {'name': 'unsloth',
                    'what': 'Unsloth (CUDA and Triton kernels)',
                    'hint': 'no Ascend backend: train with transformers and peft (or a trainer with Ascend support), and '
@@ -264,6 +266,16 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                    'what': "Triton as PyTorch's nightly builds pin it (NVIDIA backend)",
                    'replacement': 'triton-ascend',
                    'hint': 'depend on triton-ascend, the Ascend backend of Triton, instead'}],
+         'switches': [{'key': 'use_liger_kernel',
+                       'package': 'liger-kernel',
+                       'source': 'transformers TrainingArguments.use_liger_kernel; trl/trainer/base_config.py'},
+                      {'key': 'enable_liger_kernel',
+                       'package': 'liger-kernel',
+                       'source': 'LLaMA-Factory hparams/model_args.py'},
+                      {'key': 'use_liger',
+                       'package': 'liger-kernel',
+                       'source': 'verl/workers/config/model.py HFModelConfig.use_liger'},
+                      {'key': 'use_unsloth', 'package': 'unsloth', 'source': 'LLaMA-Factory hparams/model_args.py'}],
          'conda': [{'name': 'cudatoolkit*',
                     'what': 'the CUDA toolkit',
                     'hint': 'an Ascend host needs the CANN toolkit instead (installed outside conda, then `source '
@@ -1456,7 +1468,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                                                                      'pci_domain_id']}},
     ),
     ('ascend', 'unsupported_libraries'): (
-        '2b6fab2c0c4ee33fc4cb8c58351f43b2',
+        '5cfdb335b0184ee974226be1d9a50917',
         {'rows': [{'module': 'triton',
                    'what': 'Triton (GPU kernels written in Python)',
                    'hint': 'Triton kernels need triton-ascend, the Ascend Triton backend, and usually retuning (block '
@@ -1592,10 +1604,12 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                   {'module': 'liger_kernel',
                    'uses': True,
                    'what': 'Liger Kernel (Triton kernels for LLM layers)',
-                   'hint': 'not supported on Ascend; use the plain Hugging Face layers, or torch_npu.npu_rms_norm / '
+                   'hint': 'runs on Ascend only as Liger Kernel 0.6.5 or later built from source with triton-ascend (its '
+                           'README, Ascend NPU); otherwise use the plain Hugging Face layers, or torch_npu.npu_rms_norm / '
                            "npu_swiglu / npu_rotary_mul as verl's npu_patch does",
                    'npu_names': ['torch_npu.npu_rms_norm', 'torch_npu.npu_swiglu', 'torch_npu.npu_rotary_mul'],
-                   'source': 'verl ascend_quick_start.rst; verl/models/transformers/npu_patch.py'},
+                   'source': 'verl ascend_quick_start.rst; verl/models/transformers/npu_patch.py; linkedin/Liger-Kernel '
+                             'v0.6.5 setup.py (npu platform) and README'},
                   {'module': 'flash_attn',
                    'uses': True,
                    'what': 'FlashAttention (flash_attn CUDA kernels)',
