@@ -7,6 +7,25 @@
 from typing import Any
 
 TABLES: dict[tuple[str, str], tuple[str, Any]] = {
+    ('ascend', 'accelerate'): (
+        '0af8b972c240ba24f62de392691a5e8d',
+        {'config_keys': ['compute_environment',
+                         'num_processes',
+                         'num_machines',
+                         'machine_rank',
+                         'main_training_function',
+                         'mixed_precision',
+                         'use_cpu',
+                         'gpu_ids',
+                         'downcast_bf16',
+                         'rdzv_backend',
+                         'same_network',
+                         'main_process_ip',
+                         'main_process_port',
+                         'tpu_env',
+                         'tpu_use_cluster'],
+         'distributed_types': {'MULTI_GPU': 'MULTI_NPU'}},
+    ),
     ('ascend', 'backends'): (
         'a61c38fbda7b0ef62e037dea992163b6',
         {'rows': [{'cuda': 'torch.backends.cuda.matmul.allow_tf32',
