@@ -2,18 +2,11 @@
 
 from __future__ import annotations
 
-import re
-
+from npu_port.codemods._scheduler_gpus import DIRECTIVE as _DIRECTIVE
+from npu_port.codemods._scheduler_gpus import GPU_OPTION as _GPU_OPTION
+from npu_port.codemods._scheduler_gpus import HINT
+from npu_port.codemods._scheduler_gpus import SCHEDULER_COMMANDS as _SCHEDULER_COMMANDS
 from npu_port.transpiler.text.shell import Script, ShellRule
-
-# A directive line (`#SBATCH ...`, `#PBS ...`, `#BSUB ...`) or a scheduler command's options that ask for
-# GPUs: Slurm's --gres=gpu[:type]:N, --gpus[-per-node|-per-task|-per-socket]=N, -G N, --gpu-bind,
-# --mem-per-gpu, --cpus-per-gpu; PBS's ngpus= / gpus= / :gpus=; LSF's -gpu.
-_GPU_OPTION = re.compile(
-    r"--gres[= ]\S*\bgpu\b\S*|--gpus(?:-per-(?:node|task|socket))?[= ]\S+|(?<![\w-])-G\s*\d+|--gpu-bind\S*"
-    r"|--(?:mem|cpus)-per-gpu\S*|\bn?gpus=\d+|(?<![\w-])-gpu\s+\S+")
-_DIRECTIVE = re.compile(r"^[ \t]*#(?:SBATCH|PBS|BSUB)\b[^\n]*", re.M)
-_SCHEDULER_COMMANDS = frozenset({"sbatch", "srun", "salloc", "qsub", "bsub"})
 
 
 class ShellSchedulerGpus(ShellRule):
@@ -44,8 +37,7 @@ class ShellSchedulerGpus(ShellRule):
 
     def check(self, script: Script) -> None:
         text = self.parsed.text
-        hint = ("ask for the cluster's NPU resource instead (on Slurm usually --gres=npu:N); the name is the "
-                "site's: see `scontrol show node` / `sinfo -o %G`")
+        hint = HINT
         for line in _DIRECTIVE.finditer(text):
             for option in _GPU_OPTION.finditer(line.group()):
                 self.report(line.start() + option.start(), f"the job asks its scheduler for GPUs "
