@@ -39,6 +39,7 @@ import libcst as cst
 from npu_port.codemods._env_table import EnvVarTable
 from npu_port.transpiler.analysis.env_positions import KEY_METHODS, NAME_FUNCTIONS, EnvPositions, single_index
 from npu_port.transpiler.analysis.literals import string_value
+from npu_port.transpiler.core.rules import PythonContext
 
 Collection = Union[cst.Set, cst.List, cst.Tuple]
 _NAME = re.compile(r"[A-Z][A-Z0-9_]*\Z")
@@ -257,7 +258,6 @@ class _Finder(cst.CSTVisitor):
 
     def _comprehension(self, node: Union[cst.ListComp, cst.SetComp, cst.GeneratorExp, cst.DictComp]) -> None:
         # The loops of a comprehension enclose its element and conditions.
-        elt = node.key if isinstance(node, cst.DictComp) else node.elt
         part: Optional[cst.CompFor] = node.for_in
         while part is not None:
             # The conditions and inner loops derive keys as much as the element does.
@@ -300,6 +300,14 @@ class _Finder(cst.CSTVisitor):
         if names is None or node in self._targets or node in self._judged or node in self._attr_names:
             return
         names.other_use = True  # a use that is no membership test or loop: indexed, passed on, returned
+
+
+def file_name_sets(ctx: PythonContext, table: EnvVarTable) -> tuple[list[NameSet], list[NameSet]]:
+    """name_sets of the file's module, read once for all the file's rules (env-var-names, the check)."""
+    found = ctx.shared.get(NameSet)
+    if not isinstance(found, tuple):
+        found = ctx.shared[NameSet] = name_sets(ctx.module, EnvPositions(ctx.imports), table)
+    return found
 
 
 def name_sets(module: cst.Module, positions: EnvPositions, table: EnvVarTable) -> tuple[list[NameSet], list[NameSet]]:

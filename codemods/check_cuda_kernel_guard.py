@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from functools import cache
 from typing import Optional
 
 import libcst as cst
@@ -35,6 +36,7 @@ def cuda_only_kernel_import(target: str, module: str) -> Optional[str]:
     return row.what
 
 
+@cache
 def _kernel_modules(target: str) -> tuple[str, ...]:
     """The modules cuda_only_kernel_import knows (the rows' modules it answers for)."""
     return tuple(r.module for r in library_rows(target) if cuda_only_kernel_import(target, r.module) is not None)
@@ -74,20 +76,20 @@ class CudaKernelGuard(PythonRule):
     ID = "cuda-kernel-guard"
     SAFETY = "report-only"
     GROUP = "check"
-    TRIGGERS = ("is_npu", "npu")
+    TRIGGERS = ("is_npu",)
+    TRIGGER_PATTERNS = (r"""npu(?<=["']npu)(?=["'])""",)  # an "npu" value (the scout's other guard)
 
     @classmethod
     def scout(cls, facts, options) -> bool:
-        # A reason (a message that says CUDA, or a CUDA-only kernel library imported: every part of its name
-        # spelled in the code, or a `*_cuda` extension), and a guard: an `assert` of `.is_npu`, or a `raise`
-        # beside an NPU test (`.is_npu`, an "npu" value).
-        suffixes = compiled_extension_row(options.target)[0]
-        if not (facts.any_string(_says_cuda) or any(facts.may_name(m) for m in _kernel_modules(options.target))
-                or facts.unsure or any(r.endswith(suffixes) for r in facts.imported_roots)):
+        # A guard: an `assert` of `.is_npu`, or a `raise` beside an NPU test (`.is_npu`, an "npu" value); and
+        # a reason (a message that says CUDA, or a CUDA-only kernel library imported: every part of its name
+        # spelled in the code, or a `*_cuda` extension). The guard's words are the cheaper question.
+        if not (facts.has_all_words("assert", "is_npu") or facts.has_word("raise") and (
+                facts.has_word("is_npu") or facts.any_string(lambda s: s == "npu"))):
             return False
-        if facts.has_all_words("assert", "is_npu"):
-            return True
-        return facts.has_word("raise") and (facts.has_word("is_npu") or facts.any_string(lambda s: s == "npu"))
+        suffixes = compiled_extension_row(options.target)[0]
+        return (facts.any_string(_says_cuda) or any(facts.may_name(m) for m in _kernel_modules(options.target))
+                or facts.unsure or any(r.endswith(suffixes) for r in facts.imported_roots))
 
     def __init__(self, ctx):
         super().__init__(ctx)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from npu_port.codemods._env_name_sets import NameSet, name_sets
+from npu_port.codemods._env_name_sets import NameSet, file_name_sets
 from npu_port.codemods._env_table import EnvVarTable, env_triggers
 from npu_port.transpiler.analysis.env_positions import EnvName, EnvPositions
 from npu_port.transpiler.core.rules import PythonRule
@@ -61,7 +61,7 @@ class HalfRenamedEnvSet(PythonRule):
         self._used: dict[str, EnvName] = {}  # NPU names the file reads or sets, first use
 
     def visit_Module(self, node: cst.Module) -> None:
-        complete, left = name_sets(node, EnvPositions(self.ctx.imports), self.table)
+        complete, left = file_name_sets(self.ctx, self.table)
         self._sets = complete + left
 
     def _take(self, found: list[EnvName]) -> None:

@@ -8,7 +8,7 @@ from typing import Optional
 import libcst as cst
 
 from npu_port.transpiler.analysis.dispatch import code, npu_framework_file
-from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.analysis.imports import dotted_name, iter_scope_statements
 from npu_port.transpiler.analysis.literals import string_value
 from npu_port.transpiler.core.rules import PythonRule
 
@@ -231,16 +231,13 @@ def _names_bound_to_npu_tests(module: cst.Module, text: str) -> frozenset[str]:
     """Names an assignment of the module (at any depth) binds to an NPU test alone
     (`_IS_CUDA = torch.npu.is_available()`, `on_npu = device.type == "npu"`)."""
     found: set[str] = set()
-
-    class Assignments(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            if len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
-                text = code(node.value)
-                if _NPU_TEST.search(text) and not _CUDA_TEST.search(text) and not _CUDA_CALL.search(text) \
-                        and " or " not in text and not text.lstrip().startswith("not ") and "!=" not in text \
-                        and " if " not in text:
-                    found.add(node.targets[0].target.value)
-
-    if "npu" in text:
-        module.visit(Assignments())
+    if "npu" not in text:
+        return frozenset()
+    for node in iter_scope_statements(module.body, nested=True):
+        if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
+            value = code(node.value)
+            if _NPU_TEST.search(value) and not _CUDA_TEST.search(value) and not _CUDA_CALL.search(value) \
+                    and " or " not in value and not value.lstrip().startswith("not ") and "!=" not in value \
+                    and " if " not in value:
+                found.add(node.targets[0].target.value)
     return frozenset(found)

@@ -58,7 +58,9 @@ class PatchRestorePair(PythonRule):
     ID = "patch-restore-pair"
     SAFETY = "report-only"
     GROUP = "check"
-    TRIGGERS = ("npu",)
+    TRIGGERS = ()
+    # The restore: an assignment to a device module's name (`torch.cuda.empty_cache = saved`).
+    TRIGGER_PATTERNS = (r"cuda\.[A-Za-z_]\w*\s*=(?!=)", r"npu\.[A-Za-z_]\w*\s*=(?!=)")
 
     @classmethod
     def scout(cls, facts, options) -> bool:

@@ -6,7 +6,7 @@ from typing import Optional, cast
 
 import libcst as cst
 
-from npu_port.codemods._env_name_sets import NameSet, name_sets, with_additions
+from npu_port.codemods._env_name_sets import NameSet, file_name_sets, with_additions
 from npu_port.codemods._env_table import EnvVarTable, env_triggers
 from npu_port.transpiler.analysis.env_positions import EnvName, EnvPositions, single_index
 from npu_port.transpiler.analysis.literals import string_value, with_string_value
@@ -80,7 +80,7 @@ class EnvVarNames(PythonRule):
         self._held: dict[str, NameSet] = {}
 
     def visit_Module(self, node: cst.Module) -> None:
-        complete, left = name_sets(node, EnvPositions(self.ctx.imports), self.table)
+        complete, left = file_name_sets(self.ctx, self.table)
         self._name_sets = {names.node: names for names in complete}
         for names in left:
             listed = ", ".join(f"{new} beside {old}" for _, old, new in names.additions)

@@ -49,16 +49,17 @@ def _module_name(node: Union[cst.Attribute, cst.Name, None]) -> Optional[str]:
     return dotted_name(node) if node is not None else None
 
 
-def iter_scope_statements(body: Sequence[cst.CSTNode]) -> Iterator[cst.BaseSmallStatement]:
-    """Small statements of one scope, entering if/try/with/for/while blocks but not defs or classes."""
+def iter_scope_statements(body: Sequence[cst.CSTNode], nested: bool = False) -> Iterator[cst.BaseSmallStatement]:
+    """Small statements of one scope, entering if/try/with/for/while blocks but not defs or classes (with
+    `nested`, those too: every small statement below `body`)."""
     for stmt in body:
         if isinstance(stmt, cst.SimpleStatementLine):
             yield from stmt.body
-        elif isinstance(stmt, _SCOPE_NODES):
+        elif isinstance(stmt, _SCOPE_NODES) and not nested:
             continue
         elif isinstance(stmt, cst.BaseCompoundStatement):
             for block in _blocks_of(stmt):
-                yield from iter_scope_statements(block)
+                yield from iter_scope_statements(block, nested)
 
 
 def _blocks_of(stmt: cst.BaseCompoundStatement) -> Iterator[Sequence[cst.CSTNode]]:
