@@ -30,6 +30,7 @@ class PackageRow:
     hint: str
     replacement: str = ""
     only_with: str = ""  # images: reported only when the tag contains this
+    from_source: str = ""  # the release from which a build from source runs on Ascend (the PyPI wheel does not)
 
     def matches(self, name: str) -> bool:
         if self.name.endswith("*"):
@@ -43,8 +44,8 @@ def normalise(name: str) -> str:
 
 
 def _rows(raw: list[dict]) -> tuple[PackageRow, ...]:
-    return tuple(PackageRow(r["name"], r["what"], r["hint"], r.get("replacement", ""), r.get("only_with", ""))
-                 for r in raw)
+    return tuple(PackageRow(r["name"], r["what"], r["hint"], r.get("replacement", ""), r.get("only_with", ""),
+                            str(r.get("from_source", ""))) for r in raw)
 
 
 @cache
@@ -137,4 +138,7 @@ def switch_keys() -> tuple[str, ...]:
 def message(row: PackageRow, text: str) -> str:
     """One line for a dependency that has no Ascend build."""
     instead = f"; depend on {row.replacement} instead" if row.replacement else ""
+    if row.from_source:
+        return (f"{row.what}: `{text}` has no Ascend build on PyPI (from {row.from_source} it builds for Ascend from "
+                f"source){instead}")
     return f"{row.what}: `{text}` has no Ascend build{instead}"

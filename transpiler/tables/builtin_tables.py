@@ -205,7 +205,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
         {'to_device': ['tensordict.*']},
     ),
     ('ascend', 'cuda_only_packages'): (
-        '5e2d0a27126a4651424db179835d714b',
+        '12567808521e54d06a4426a0784df5c2',
         {'rows': [{'name': 'cupy-cuda*',
                    'what': 'CuPy built for CUDA',
                    'hint': 'CuPy has no Ascend build; use torch tensors on the NPU (or NumPy on the host) and drop the '
@@ -240,6 +240,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                    'hint': 'no Ascend build: depend on faiss-cpu instead (the same Python API, searched on the host CPU)'},
                   {'name': 'liger-kernel',
                    'what': 'Liger Kernel (Triton kernels)',
+                   'from_source': '0.6.5',
                    'hint': "the PyPI wheel pulls CUDA's triton: on Ascend, Liger Kernel (0.6.5 or later) is built from "
                            'source with triton-ascend (its README, Ascend NPU), or dropped for the plain Hugging Face '
                            'layers'},
