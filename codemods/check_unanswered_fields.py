@@ -37,6 +37,12 @@ class NpuUnansweredField(PythonRule):
     GROUP = "check"
     TRIGGERS = ("get_device_properties",)
 
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        # Exact: the very reading the rule starts from (a file that reads no unanswered field has nothing to
+        # report), on the same text.
+        return bool(unanswered_reads(table_for(options.target, options.rules_files), facts.source))
+
     def __init__(self, ctx):
         super().__init__(ctx)
         table = table_for(ctx.target, ctx.options.rules_files)

@@ -62,9 +62,13 @@ class WeightTransferPair(PythonRule):
 
     @classmethod
     def scout(cls, facts, options) -> bool:
-        return facts.has_word("WeightTransferConfig") and facts.has_word(
-            "NCCLWeightTransferEngine", "NCCLTrainerSendWeightsArgs", "HCCLWeightTransferEngine",
-            "HCCLTrainerSendWeightsArgs", "nccl_engine", "hccl_engine")
+        # What the rule reports needs a backend literal and the other library's engine, reached through an
+        # import of its module (`...nccl_engine` / `...hccl_engine` spelled in the code); a file that names
+        # both modules picks one by device and is not judged (as in leave_Module, on the same text).
+        if not facts.has_word("WeightTransferConfig") or ("nccl_engine" in facts.source and "hccl_engine" in facts.source):
+            return False
+        return (facts.any_string(lambda s: s == "hccl") and facts.has_word("nccl_engine")) \
+            or (facts.any_string(lambda s: s == "nccl") and facts.has_word("hccl_engine"))
 
     def __init__(self, ctx):
         super().__init__(ctx)
