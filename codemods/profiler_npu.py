@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 from functools import cache
@@ -56,6 +57,9 @@ def profiler_table(target: str) -> ProfilerTable:
 REPORTED = "`{}` has no Ascend NPU counterpart of the same meaning"
 ACTIVITY = "ProfilerActivity.{} has no Ascend NPU counterpart"
 CUDA_KEYWORD = "`{}=` of {} selects CUDA profiling"
+LEFT_WHOLE = ("ProfilerActivity.{} has no Ascend NPU counterpart: this file's profiler is left whole on torch.profiler "
+              "(it profiles the CPU side on an NPU host; a torch_npu enum without that member would raise)")
+_ACTIVITY_MEMBER = re.compile(r"\bProfilerActivity\s*\.\s*([A-Za-z_]\w*)")
 MISSING_METHOD = "`.{}()` of a profiler: torch_npu.profiler.profile lacks it"
 
 
@@ -133,9 +137,19 @@ class ProfilerToNpu(PythonRule):
         self.table = profiler_table(ctx.target)
         self.profile_moved = False
         self._method_uses: list[cst.Attribute] = []
+        # One decision per file: the activities are passed to the profiler together (a set of defaults, a
+        # list built by flags), so a member torch_npu's enum lacks (XPU, HPU, MTIA) keeps all of the file's
+        # profiler on torch.profiler; moved alone, its line raises AttributeError (at import, for a
+        # module-level set) and the rest would mix two enums.
+        self._whole = frozenset(m for m in _ACTIVITY_MEMBER.findall(ctx.text) if not self._has_counterpart(m))
+
+    def _has_counterpart(self, member: str) -> bool:
+        return member in self.table.activity_members or member in self.table.activity_renames or member.startswith("_")
 
     # -- imports ---------------------------------------------------------------------------
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
+        if self._whole:
+            return updated
         body = self._split_imports(updated.body)
         if body is None:
             return updated
@@ -151,7 +165,7 @@ class ProfilerToNpu(PythonRule):
         return updated.with_changes(body=body)
 
     def leave_SimpleStatementSuite(self, original: cst.SimpleStatementSuite, updated: cst.SimpleStatementSuite):
-        body = self._split_imports(updated.body)
+        body = None if self._whole else self._split_imports(updated.body)
         if body is None or self.ctx.is_silenced(original, self.ID) or self._keeps_cuda(original):
             return updated
         self._note_import(original)
@@ -220,6 +234,13 @@ class ProfilerToNpu(PythonRule):
             return updated
         owner = self.ctx.resolve(original.value)
         if owner is None:
+            return updated
+        if self._whole:
+            if owner == f"{self.table.npu_module}.ProfilerActivity" and attr in self._whole:
+                self.report(original, f"{owner} has no member {attr}: AttributeError where this line runs",
+                            severity="error", hint=self.table.activity_hint)
+            elif owner.endswith(".ProfilerActivity") and attr in self._whole:
+                self.report(original, LEFT_WHOLE.format(attr), hint=self.table.activity_hint)
             return updated
         if owner == self.table.cuda_module and attr in self.table.move:
             if attr == "profile":

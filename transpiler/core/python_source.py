@@ -131,12 +131,14 @@ class _Dispatcher(cst.CSTTransformer):
         # written; ported alone, the restore would write torch.npu's function onto torch.cuda.
         self._patched_names = _assigned_torch_cuda(ctx.module) if _ASSIGNS_TORCH_CUDA.search(ctx.text) else frozenset()
         self._callees: set[int] = set()
+        self._branches: list[tuple[int, int]] = []  # the notes' marks of the `if` statements being walked
 
     def _plan_for(self, kind: type) -> _Plan:
         flags = (_SCOPE if kind in _SCOPE_TYPES else 0) | (_PATCH if kind in _PATCH_TYPES else 0) \
             | (_MARKING if kind in MARKING_TYPES else 0) | (_GUARD if kind in GUARD_TYPES else 0) \
             | (_STATEMENT if issubclass(kind, cst.BaseStatement) else 0) | (_DECISION if kind is cst.BooleanOperation or kind is cst.IfExp else 0) \
-            | (_ORIGINAL if self._patched_names and (kind is cst.Attribute or kind is cst.Call) else 0)
+            | (_ORIGINAL if self._patched_names and (kind is cst.Attribute or kind is cst.Call) else 0) \
+            | (_BRANCH if kind is cst.If else 0)
         plan = self._plans[kind] = (flags, tuple(self._visits.get(kind.__name__, ())),
                                     tuple(self._leaves.get(kind.__name__, ())))
         return plan
@@ -180,6 +182,8 @@ class _Dispatcher(cst.CSTTransformer):
                 self._ctx.saved_originals.add(key)
         if flags & _DECISION:
             self._decisions.append(self._ctx.mark())
+        if flags & _BRANCH:
+            self._branches.append(self._ctx.mark())
         if flags & _MARKING:
             self._mark_ahead(node)
         if self._guard is None:
@@ -220,6 +224,44 @@ class _Dispatcher(cst.CSTTransformer):
                        "or keep it for CUDA only")
         return original
 
+    def _leave_branch(self, original: cst.If, updated: cst.CSTNode) -> cst.CSTNode:
+        """A test and the code it tests are one decision. An `if` whose test some rule changed (`device.type
+        == "cuda"` -> `"npu"`, `torch.cuda.is_available()` -> `torch.npu.is_available()`) while the branch it
+        now takes on the NPU still calls CUDA (`torch.cuda.memory._record_memory_history`, which has no NPU
+        form, left as written) would send the NPU into CUDA-only code that the original kept it out of: the
+        whole statement is put back as it was, its changes withdrawn, and the reason reported. The branch
+        taken on the NPU is the body, or the `else` of a negated test (`!=`, `not`)."""
+        mark = self._branches.pop()
+        if type(updated) is not cst.If or updated.test is original.test:
+            return updated
+        changed_by = self._ctx.changes_since(mark)
+        if not changed_by:
+            return updated
+        test = code(original.test)
+        negated = "!=" in test or " not " in f" {test}"
+        arm = updated.orelse if negated else updated.body
+        left = _CUDA_API.search(code(arm)) if arm is not None else None
+        if left is None or self._left_on_purpose(original.orelse if negated else original.body):
+            return updated
+        self._ctx.withdraw_changes(mark)
+        self._ctx.note(original.test, changed_by[0], "left whole: the branch this test would take on the NPU still "
+                       f"calls `{left.group().rstrip('(')}`, which is left for CUDA; ported alone, the test would send "
+                       "the NPU into it", severity="warning",
+                       hint="port the branch with its test (an NPU call of the same meaning), or keep both for CUDA")
+        return original
+
+    def _left_on_purpose(self, arm: Optional[cst.CSTNode]) -> bool:
+        """The arm is dispatch code left as written by design (another vendor's branch behind a test that is
+        false on the NPU: `if "AMD" in torch.cuda.get_device_name():`): its CUDA calls are no sign of a half port."""
+        guarded = self._npu_guarded
+        if isinstance(arm, cst.Else):
+            arm = arm.body
+        if arm is None or id(arm) in guarded:
+            return arm is not None
+        body = getattr(arm, "body", None)
+        statements = body if isinstance(body, (list, tuple)) else ()
+        return bool(statements) and all(id(s) in guarded for s in statements)
+
     def _mark_ahead(self, node: cst.CSTNode) -> None:
         ctx = self._ctx
         for n, guard in guards_below(node, ctx.dispatch, ctx.resolve):
@@ -236,6 +278,8 @@ class _Dispatcher(cst.CSTTransformer):
                 break  # replaced by another kind of node (or removed): later rules do not apply
         if flags & _DECISION:
             updated = self._leave_decision(original, updated)
+        if flags & _BRANCH:
+            updated = self._leave_branch(original, updated)  # type: ignore[arg-type]
         if flags & _SCOPE:
             self._ctx.imports.leave(original)
         return updated
@@ -256,7 +300,7 @@ _PATCH_TYPES = frozenset({cst.Assign, cst.AugAssign, cst.AnnAssign, cst.Del, cst
 # A type's plan: which of the walk's concerns apply to its nodes (the bits below), the rules'
 # visit_ and leave_ hooks for it.
 _Plan = tuple[int, tuple[Callable, ...], tuple[Callable, ...]]
-_SCOPE, _PATCH, _MARKING, _GUARD, _STATEMENT, _DECISION, _ORIGINAL = 1, 2, 4, 8, 16, 32, 64
+_SCOPE, _PATCH, _MARKING, _GUARD, _STATEMENT, _DECISION, _ORIGINAL, _BRANCH = 1, 2, 4, 8, 16, 32, 64, 128
 # A file that assigns a torch.cuda name (`torch.cuda.empty_cache = lambda: None`) may save the original
 # first and put it back after (`saved = torch.cuda.empty_cache` ... `torch.cuda.empty_cache = saved`).
 _ASSIGNS_TORCH_CUDA = re.compile(r"\btorch\.cuda\.[A-Za-z_][\w.]*\s*(?::[^=\n]*)?=(?!=)")

@@ -345,7 +345,8 @@ class PythonRule(Rule):
     def _needs_torch_npu(self, original: cst.CSTNode, new: cst.CSTNode) -> bool:
         """A file that picks the NPU at run time keeps importing on GPU and CPU hosts: a change that would
         bring in `torch_npu` there (torch_npu.profiler, `from torch_npu... import`) is left, with why."""
-        if not self.ctx.dispatch.selects_npu or TORCH_NPU_WORD.search(code(new)) is None \
+        # The same question torch-npu-import asks before it adds the import (an NPU branch met so far counts).
+        if not (self.ctx.dispatch.selects_npu or self.ctx.has_npu_branch()) or TORCH_NPU_WORD.search(code(new)) is None \
                 or TORCH_NPU_WORD.search(code(original)) is not None:
             return False
         self.ctx.note(original, self.ID, f"left as is: {NEEDS_TORCH_NPU.reason}", severity=NEEDS_TORCH_NPU.severity)
