@@ -6,6 +6,7 @@ import re
 from collections.abc import Iterator
 from typing import Optional
 
+from npu_port.transpiler.analysis.project_modules import in_checkout_of
 from npu_port.transpiler.tables import verl_keys
 from npu_port.transpiler.text.shell import TEXT_COMMANDS, Command, Script, ShellRule, Word, python_launch
 
@@ -109,6 +110,8 @@ class UnknownVerlKeyShell(ShellRule):
     TRIGGERS = ("verl",)
 
     def check(self, script: Script) -> None:
+        if in_checkout_of(self.ctx.path, "verl"):
+            return  # VERL or a fork: its launchers start the checkout's own configs, whatever release it is closest to
         release = verl_keys.release(getattr(self.ctx.options, "verl_version", None))
         arrays = {w.text.split("=", 1)[0]: w.array_items for cmd in script.commands for w in cmd.assignments
                   if w.array_items}

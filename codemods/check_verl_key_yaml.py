@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 from ruamel.yaml.comments import CommentedMap
 
+from npu_port.transpiler.analysis.project_modules import in_checkout_of
 from npu_port.transpiler.core.report import Severity
 from npu_port.transpiler.core.rules import TextRule
 from npu_port.transpiler.tables import verl_keys
@@ -111,6 +112,8 @@ class UnknownVerlKeyYaml(TextRule):
     TRIGGERS = ("actor_rollout_ref", "trainer:")
 
     def apply(self, text: str) -> str:
+        if in_checkout_of(self.ctx.path, "verl"):
+            return text  # VERL or a fork: its configs are the checkout's own, whatever release it is closest to
         try:
             # The YAML rules' parse of this text, shared (a second ruamel load cost `check` as much as
             # the rest of a VERL config's checks).
