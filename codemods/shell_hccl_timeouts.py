@@ -57,7 +57,8 @@ class ShellHcclTimeouts(ShellRule):
     ID = "shell-hccl-timeouts"
     SAFETY = "safe"
     GROUP = "extras"
-    TRIGGERS = ("NCCL_", "ray", "--nnodes", "nnodes=", "--num_machines", "--num-machines")
+    # HCCL_ASYNC_ERROR_HANDLING: shell-env-vars, which runs first, renames NCCL_ASYNC_ERROR_HANDLING=0|1 to it.
+    TRIGGERS = ("NCCL_", "HCCL_ASYNC_ERROR_HANDLING", "ray", "--nnodes", "nnodes=", "--num_machines", "--num-machines")
 
     def check(self, script: Script) -> None:
         table = load_table(self.ctx.target, "shell")

@@ -1071,7 +1071,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                                  'actor_rollout_ref.rollout.engine_kwargs.sglang.decode_attention_backend']},
     ),
     ('ascend', 'shell'): (
-        '149d501d92af02514a0fd518222d00f8',
+        '2f5cf7caef135da133e70c598e6130d4',
         {'env_vars': [{'cuda': 'VLLM_ATTENTION_BACKEND',
                        'values': ['FLASH_ATTN', 'FLASHINFER', 'XFORMERS'],
                        'status': 'unsupported',
@@ -1109,7 +1109,8 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                                'TORCH_NCCL_ASYNC_ERROR_HANDLING',
                                'NCCL_BLOCKING_WAIT',
                                'TORCH_NCCL_BLOCKING_WAIT',
-                               'TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC'],
+                               'TORCH_NCCL_HEARTBEAT_TIMEOUT_SEC',
+                               'HCCL_ASYNC_ERROR_HANDLING'],
          'verl_entrypoints': ['verl.trainer.main_ppo'],
          'vllm_spawn': {'name': 'VLLM_WORKER_MULTIPROC_METHOD', 'value': 'spawn'}},
     ),
