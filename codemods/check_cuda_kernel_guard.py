@@ -9,7 +9,7 @@ from typing import Optional
 import libcst as cst
 
 from npu_port.codemods.unsupported_cuda_libs import compiled_extension_row, library_rows, match_library
-from npu_port.transpiler.analysis.dispatch import code
+from npu_port.transpiler.analysis.dispatch import SAYS_NPU, code, says_cuda
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.core.rules import PythonRule
 
@@ -20,8 +20,6 @@ from npu_port.transpiler.core.rules import PythonRule
 _ADMITS_NPU = re.compile(r"\.is_npu\b")
 _REFUSES_NON_NPU = re.compile(r"""!=\s*["']npu["']|^\s*not\s+[\w.\[\]()]+\.is_npu\s*$""")
 # A message that still demands CUDA (and says nothing of the NPU): the guard was renamed, its reason was not.
-_SAYS_CUDA = re.compile(r"\bCUDA\b|\b(?:on|a|the) cuda\b|\bcuda (?:device|tensor|gpu)s?\b")
-_SAYS_NPU = re.compile(r"(?i)\b(?:npu|ascend)\b")
 # Triton kernels compile for the NPU with triton-ascend; its rows are no proof that a file is CUDA-only.
 _PORTABLE_KERNEL_TOPS = frozenset({"triton"})
 
@@ -40,10 +38,6 @@ def cuda_only_kernel_import(target: str, module: str) -> Optional[str]:
 def _kernel_modules(target: str) -> tuple[str, ...]:
     """The modules cuda_only_kernel_import knows (the rows' modules it answers for)."""
     return tuple(r.module for r in library_rows(target) if cuda_only_kernel_import(target, r.module) is not None)
-
-
-def _says_cuda(text: str) -> bool:
-    return _SAYS_CUDA.search(text) is not None and _SAYS_NPU.search(text) is None
 
 
 class CudaKernelGuard(PythonRule):
@@ -88,7 +82,7 @@ class CudaKernelGuard(PythonRule):
                 facts.has_word("is_npu") or facts.any_string(lambda s: s == "npu"))):
             return False
         suffixes = compiled_extension_row(options.target)[0]
-        return (facts.any_string(_says_cuda) or any(facts.may_name(m) for m in _kernel_modules(options.target))
+        return (facts.any_string(says_cuda) or any(facts.may_name(m) for m in _kernel_modules(options.target))
                 or facts.unsure or any(r.endswith(suffixes) for r in facts.imported_roots))
 
     def __init__(self, ctx):
@@ -103,7 +97,7 @@ class CudaKernelGuard(PythonRule):
 
     def _why(self, message: Optional[cst.BaseExpression]) -> Optional[str]:
         text = code(message) if message is not None else ""
-        if _says_cuda(text):
+        if says_cuda(text):
             return "its message still demands CUDA"
         if self._kernel_library is not None:
             return f"this module runs a CUDA-only kernel library, {self._kernel_library}"
@@ -111,7 +105,7 @@ class CudaKernelGuard(PythonRule):
 
     def visit_Assert(self, node: cst.Assert) -> None:
         test = code(node.test)
-        if _ADMITS_NPU.search(test) is None or _SAYS_NPU.search(code(node.msg) if node.msg else ""):
+        if _ADMITS_NPU.search(test) is None or SAYS_NPU.search(code(node.msg) if node.msg else ""):
             return
         why = self._why(node.msg)
         if why is not None:

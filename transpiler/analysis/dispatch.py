@@ -621,3 +621,12 @@ def _block_guards(body: Sequence[cst.CSTNode]) -> list[tuple[cst.CSTNode, Guard]
             if names and names <= npu_names:
                 out.append((statement, NPU_TWIN))
     return out
+
+
+_SAYS_CUDA = re.compile(r"\bCUDA\b|\b(?:on|a|the) cuda\b|\bcuda (?:device|tensor|gpu)s?\b")
+SAYS_NPU = re.compile(r"(?i)\b(?:npu|ascend)\b")
+
+
+def says_cuda(text: str) -> bool:
+    """Whether a message demands CUDA ("requires CUDA", "must be on a cuda device") and names no NPU."""
+    return _SAYS_CUDA.search(text) is not None and SAYS_NPU.search(text) is None

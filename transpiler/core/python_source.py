@@ -11,8 +11,16 @@ from typing import Optional, cast
 
 import libcst as cst
 
-from npu_port.transpiler.analysis.dispatch import GUARD_TYPES, MARKING_TYPES, Guard, code, dispatch_guard, guards_below
-from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.analysis.dispatch import (
+    GUARD_TYPES,
+    MARKING_TYPES,
+    Guard,
+    code,
+    dispatch_guard,
+    guards_below,
+    says_cuda,
+)
+from npu_port.transpiler.analysis.imports import dotted_name, iter_scope_statements
 from npu_port.transpiler.analysis.patchers import PATCHER_ENDS, is_patcher, names_torch_cuda
 from npu_port.transpiler.core import trusted_parse
 from npu_port.transpiler.core.cst_walk import TRIVIA, transform
@@ -62,6 +70,13 @@ def _names_torch_cuda(node: cst.CSTNode) -> bool:
         value = node.evaluated_value
         return isinstance(value, str) and names_torch_cuda(value)
     return names_torch_cuda(dotted_name(node) or "")
+
+
+def _refuses_saying_cuda(body: cst.BaseSuite) -> bool:
+    """Whether `body` raises an error whose message demands CUDA."""
+    statements = body.body if isinstance(body, cst.IndentedBlock) else [cst.SimpleStatementLine(body=body.body)]
+    return any(isinstance(s, cst.Raise) and s.exc is not None and says_cuda(code(s.exc))
+               for s in iter_scope_statements(statements))
 
 
 def _assigned_torch_cuda(module: cst.Module) -> frozenset[str]:
@@ -239,15 +254,21 @@ class _Dispatcher(cst.CSTTransformer):
             return updated
         test = code(original.test)
         negated = "!=" in test or " not " in f" {test}"
-        arm = updated.orelse if negated else updated.body
-        left = _CUDA_API.search(code(arm)) if arm is not None else None
-        if left is None or self._left_on_purpose(original.orelse if negated else original.body):
-            return updated
+        if negated and _refuses_saying_cuda(updated.body):
+            # `if device != "cuda": raise ...("... only on CUDA ...")`: the author's statement of what the code
+            # supports; ported, the NPU would get past it into code nobody said runs there.
+            reason = "this guard refuses every device but CUDA with an error that says so; ported, it would let the NPU through"
+            hint = "if the code supports the NPU, accept \"npu\" in the guard beside \"cuda\" and say so in its message"
+        else:
+            arm = updated.orelse if negated else updated.body
+            left = _CUDA_API.search(code(arm)) if arm is not None else None
+            if left is None or self._left_on_purpose(original.orelse if negated else original.body):
+                return updated
+            reason = (f"the branch this test would take on the NPU still calls `{left.group().rstrip('(')}`, which is "
+                      "left for CUDA; ported alone, the test would send the NPU into it")
+            hint = "port the branch with its test (an NPU call of the same meaning), or keep both for CUDA"
         self._ctx.withdraw_changes(mark)
-        self._ctx.note(original.test, changed_by[0], "left whole: the branch this test would take on the NPU still "
-                       f"calls `{left.group().rstrip('(')}`, which is left for CUDA; ported alone, the test would send "
-                       "the NPU into it", severity="warning",
-                       hint="port the branch with its test (an NPU call of the same meaning), or keep both for CUDA")
+        self._ctx.note(original.test, changed_by[0], f"left whole: {reason}", severity="warning", hint=hint)
         return original
 
     def _left_on_purpose(self, arm: Optional[cst.CSTNode]) -> bool:
