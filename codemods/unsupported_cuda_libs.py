@@ -160,7 +160,7 @@ class UnsupportedCudaLibraries(PythonRule):
 
     What it does:
         Reports every import of a CUDA-only library (triton, cupy, pycuda, numba.cuda, pynvml,
-        bitsandbytes, xformers, liger_kernel, flash_attn, apex, amp_C, mamba_ssm, causal_conv1d,
+        bitsandbytes, xformers, liger_kernel, flash_attn, apex, amp_C, mamba_ssm, causal_conv1d, unsloth,
         transformer_engine, tensorrt, vLLM's PyNcclCommunicator and NCCL weight-transfer engine, and
         modules named like compiled CUDA extensions, `*_cuda`, also through importlib.import_module),
         one finding per import statement and library, and then every use site, one finding each:
@@ -205,7 +205,7 @@ class UnsupportedCudaLibraries(PythonRule):
     SAFETY = "report-only"
     TRIGGERS = ("triton", "cupy", "pycuda", "numba", "pynvml", "bitsandbytes", "xformers", "liger_kernel",
                 "flash_attn", "apex", "amp_C", "mamba_ssm", "causal_conv1d", "transformer_engine", "tensorrt",
-                "cpp_extension", "pynccl", "nccl_engine", "nvtx", "cutlass", "bindings", "quack")
+                "cpp_extension", "pynccl", "nccl_engine", "nvtx", "cutlass", "bindings", "quack", "unsloth")
     # `.cu`/`.cuh` sources and `*_cuda` extension modules, without matching `.cuda` or `_cuda_x`.
     TRIGGER_PATTERNS = (r"\.cuh?(?![A-Za-z0-9_])", r"_cuda(?![A-Za-z0-9_])")
 

@@ -1489,7 +1489,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                                                                      'pci_domain_id']}},
     ),
     ('ascend', 'unsupported_libraries'): (
-        '5cfdb335b0184ee974226be1d9a50917',
+        '59c16a6f4f9ef50414ed05bdc406e716',
         {'rows': [{'module': 'triton',
                    'what': 'Triton (GPU kernels written in Python)',
                    'hint': 'Triton kernels need triton-ascend, the Ascend Triton backend, and usually retuning (block '
@@ -1599,6 +1599,16 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                            'torch.npu.utilization() or npu-smi',
                    'npu_names': ['torch.npu.device_count', 'torch.npu.mem_get_info', 'torch.npu.utilization'],
                    'source': 'torch_npu 2.14.0 torch_npu.npu.__all__'},
+                  {'module': 'unsloth',
+                   'what': 'Unsloth (CUDA and Triton kernels; raises at import off NVIDIA, AMD and Intel GPUs)',
+                   'hint': 'no Ascend backend (its NPU detection landed in 2026-09, the kernels did not): train with '
+                           'transformers and peft, and drop unsloth',
+                   'source': 'unslothai/unsloth#10686 (import raised NotImplementedError on Ascend), RFC #10772 (Ascend '
+                             'backend, open)'},
+                  {'module': 'unsloth_zoo',
+                   'what': "Unsloth's companion kernels and patches",
+                   'hint': "no Ascend backend: it goes with unsloth; use transformers, peft and vLLM's own classes instead",
+                   'source': 'unslothai/unsloth#10772'},
                   {'module': 'bitsandbytes',
                    'uses': True,
                    'what': 'bitsandbytes (CUDA quantisation kernels, 8-bit optimisers)',
