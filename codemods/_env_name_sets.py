@@ -37,7 +37,7 @@ from typing import Optional, Union
 import libcst as cst
 
 from npu_port.codemods._env_table import EnvVarTable
-from npu_port.transpiler.analysis.env_positions import KEY_METHODS, NAME_FUNCTIONS, EnvPositions, single_index
+from npu_port.transpiler.analysis.env_positions import KEY_METHODS, NAME_FUNCTIONS, EnvName, EnvPositions, single_index
 from npu_port.transpiler.analysis.literals import string_value
 from npu_port.transpiler.core.rules import PythonContext
 
@@ -341,3 +341,44 @@ def with_additions(node: Collection, found: list[tuple[int, str, str]]) -> Colle
             elements[i] = el.with_changes(comma=cst.Comma(whitespace_after=cst.SimpleWhitespace(" ")))
         elements.insert(i + 1, added)
     return node.with_changes(elements=elements)
+
+
+class EnvNameWalk:
+    """The walk of a rule that reads the file's environment-variable names where they stand in an environment
+    position (env-var-names, half-renamed-env-set): each hook hands the names it finds to `_take`, on the way
+    down. A rule that does more at a node overrides the hook and calls `_found_in_*` itself."""
+
+    positions: EnvPositions
+
+    def _take(self, found: list[EnvName]) -> None:
+        raise NotImplementedError
+
+    def _found_in_assign(self, node: cst.Assign) -> list[EnvName]:
+        self.positions.track_assignment([t.target for t in node.targets], node.value)
+        found: list[EnvName] = []
+        for t in node.targets:
+            if isinstance(t.target, cst.Subscript):
+                found += self.positions.in_subscript(t.target, node.value)
+        return found
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        self._take(self._found_in_assign(node))
+
+    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        self.positions.track_assignment([node.target], node.value)
+
+    def visit_Subscript(self, node: cst.Subscript) -> None:
+        self._take(self.positions.in_subscript(node))
+
+    def visit_Call(self, node: cst.Call) -> None:
+        self._take(self.positions.in_call(node))
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        self._take(self.positions.in_comparison(node))
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        self._take(self.positions.in_dict(node))
+
+    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
+        self._take(self.positions.in_binary_operation(node))
+

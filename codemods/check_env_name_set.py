@@ -4,13 +4,13 @@ from __future__ import annotations
 
 import libcst as cst
 
-from npu_port.codemods._env_name_sets import NameSet, file_name_sets
+from npu_port.codemods._env_name_sets import EnvNameWalk, NameSet, file_name_sets
 from npu_port.codemods._env_table import EnvVarTable, env_triggers
 from npu_port.transpiler.analysis.env_positions import EnvName, EnvPositions
 from npu_port.transpiler.core.rules import PythonRule
 
 
-class HalfRenamedEnvSet(PythonRule):
+class HalfRenamedEnvSet(EnvNameWalk, PythonRule):
     """Reports a set of environment-variable names that holds the CUDA name while the file uses the NPU one.
 
     What it does:
@@ -67,27 +67,6 @@ class HalfRenamedEnvSet(PythonRule):
     def _take(self, found: list[EnvName]) -> None:
         for env in found:
             self._used.setdefault(env.name, env)
-
-    def visit_Assign(self, node: cst.Assign) -> None:
-        self.positions.track_assignment([t.target for t in node.targets], node.value)
-        for t in node.targets:
-            if isinstance(t.target, cst.Subscript):
-                self._take(self.positions.in_subscript(t.target, node.value))
-
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self.positions.track_assignment([node.target], node.value)
-
-    def visit_Subscript(self, node: cst.Subscript) -> None:
-        self._take(self.positions.in_subscript(node))
-
-    def visit_Call(self, node: cst.Call) -> None:
-        self._take(self.positions.in_call(node))
-
-    def visit_Comparison(self, node: cst.Comparison) -> None:
-        self._take(self.positions.in_comparison(node))
-
-    def visit_Dict(self, node: cst.Dict) -> None:
-        self._take(self.positions.in_dict(node))
 
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         for names in self._sets:

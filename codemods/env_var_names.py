@@ -6,14 +6,14 @@ from typing import Optional, cast
 
 import libcst as cst
 
-from npu_port.codemods._env_name_sets import NameSet, file_name_sets, with_additions
+from npu_port.codemods._env_name_sets import EnvNameWalk, NameSet, file_name_sets, with_additions
 from npu_port.codemods._env_table import EnvVarTable, env_triggers
 from npu_port.transpiler.analysis.env_positions import EnvName, EnvPositions, single_index
 from npu_port.transpiler.analysis.literals import string_value, with_string_value
 from npu_port.transpiler.core.rules import PythonContext, PythonRule
 
 
-class EnvVarNames(PythonRule):
+class EnvVarNames(EnvNameWalk, PythonRule):
     """Rename CUDA/NCCL environment variables where Python code reads or sets them.
 
     What it does:
@@ -126,15 +126,13 @@ class EnvVarNames(PythonRule):
                 self.report(env.node, row.left(env.name, self.ctx.target),
                             severity="warning", hint=row.hint)
 
-    # The name positions are found on the way down, rewritten on the way up.
+    # The name positions are found on the way down (EnvNameWalk), rewritten on the way up.
     def visit_Assign(self, node: cst.Assign) -> None:
-        self.positions.track_assignment([t.target for t in node.targets], node.value)
-        for t in node.targets:
-            if isinstance(t.target, cst.Subscript):
-                found = self.positions.in_subscript(t.target, node.value)
-                self._take(found)
-                if found and self.ctx.options.keep_cuda and len(node.targets) == 1:
-                    self._both[found[0].node] = node  # set under both names (--keep-cuda)
+        found = self._found_in_assign(node)
+        self._take(found)
+        if found and self.ctx.options.keep_cuda and len(node.targets) == 1 \
+                and isinstance(node.targets[0].target, cst.Subscript):
+            self._both[found[0].node] = node  # set under both names (--keep-cuda)
         if len(node.targets) > 1:  # `E[CUDA name] = E[NPU name] = v`: set under both names already
             keys = [single_index(t.target) for t in node.targets if isinstance(t.target, cst.Subscript)]
             named = {string_value(k) for k in keys if k is not None}
@@ -164,18 +162,9 @@ class EnvVarNames(PythonRule):
         return self.rewrite(names[0], updated, updated, f"environment variable {old} -> also {new}",
                             portable=lambda: both)
 
-    def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
-        self.positions.track_assignment([node.target], node.value)
-
-    def visit_Subscript(self, node: cst.Subscript) -> None:
-        self._take(self.positions.in_subscript(node))
-
     def visit_Call(self, node: cst.Call) -> None:
         self._take(self.positions.in_call(node))
         self._note_siblings([(a.keyword, a.keyword.value) for a in node.args if a.keyword is not None])
-
-    def visit_Comparison(self, node: cst.Comparison) -> None:
-        self._take(self.positions.in_comparison(node))
 
     def visit_Dict(self, node: cst.Dict) -> None:
         self._take(self.positions.in_dict(node))
@@ -186,9 +175,6 @@ class EnvVarNames(PythonRule):
             names = frozenset(name for _, name in named if name)
             for node, _ in named:
                 self._siblings[node] = names
-
-    def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
-        self._take(self.positions.in_binary_operation(node))
 
     def _renamed(self, original: cst.BaseExpression, updated: cst.BaseExpression, new_node_for) -> cst.BaseExpression:
         rename = self._renames.get(original)

@@ -74,7 +74,8 @@ def _names_torch_cuda(node: cst.CSTNode) -> bool:
 
 def _refuses_saying_cuda(body: cst.BaseSuite) -> bool:
     """Whether `body` raises an error whose message demands CUDA."""
-    statements = body.body if isinstance(body, cst.IndentedBlock) else [cst.SimpleStatementLine(body=body.body)]
+    statements: Sequence[cst.CSTNode] = body.body if isinstance(body, cst.IndentedBlock) else \
+        [cst.SimpleStatementLine(body=cast(cst.SimpleStatementSuite, body).body)]
     return any(isinstance(s, cst.Raise) and s.exc is not None and says_cuda(code(s.exc))
                for s in iter_scope_statements(statements))
 
