@@ -159,12 +159,18 @@ def _file_blockers(path: str, digest: str, target: str) -> tuple[tuple[int, str]
         return ()
     found = {(line, "bundle") for line in _unplaced_bundles(text, tree, target)} if shaped else set()
     if spread:
-        lines = list(_scope_blockers(tree.body))
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-                lines.extend(_scope_blockers(node.body))
-        found.update((line, "spread") for line in lines)
+        found.update((line, "spread") for line in spread_lines(tree))
     return tuple(sorted(found))
+
+
+def spread_lines(tree: ast.Module) -> list[int]:
+    """Lines of a module where a dict gets "num_gpus" and is spread into a Ray call, in any scope, with no NPU
+    resources for the same dict beside it (_scope_blockers)."""
+    lines = list(_scope_blockers(tree.body))
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            lines.extend(_scope_blockers(node.body))
+    return sorted(lines)
 
 
 @dataclass(frozen=True)
