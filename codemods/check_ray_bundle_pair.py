@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import ast
+import os
 
 import libcst as cst
 
@@ -66,7 +67,9 @@ class RayBundleGpuAsk(PythonRule):
     def leave_Module(self, original: cst.Module, updated: cst.Module) -> cst.Module:
         if not self._npu_bundles or self._gpu_bundle:
             return updated
-        asks = [b.shown for b in ray_resource_blockers(self.ctx.path, self.ctx.target) if b.kind == "spread"]
+        here = os.path.abspath(self.ctx.path) if self.ctx.path else ""
+        asks = [f"line {b.line}" if b.path == here else b.shown
+                for b in ray_resource_blockers(self.ctx.path, self.ctx.target) if b.kind == "spread"]
         if not asks and "num_gpus" in self.ctx.text:  # the file alone (no project on disk): its own requests
             try:
                 asks = [f"line {line}" for line in spread_lines(ast.parse(self.ctx.text))]

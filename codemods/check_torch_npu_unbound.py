@@ -54,12 +54,21 @@ class TorchNpuUnbound(PythonRule):
         self._lazy_annotations = "annotations" in ctx.text and re.search(
             r"^from\s+__future__\s+import\s+[^\n]*\bannotations\b", ctx.text, re.M) is not None
         self._annotations = 0
+        self._imports = 0
         self._attributes: set[int] = set()  # ids of names that are an attribute's name (`x.torch_npu`)
         self._lines: set[int] = set()
 
     def visit_Module(self, node: cst.Module) -> None:
         if _BINDS.search(self.ctx.text) is not None:
             self._lines.add(-1)  # bound somewhere (the scout's question, on the whole text): nothing to judge
+
+    # `from torch_npu.contrib import x` names the module, not the variable (the walk enters every node).
+    def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
+        self._imports += 1
+
+    def leave_ImportFrom(self, original: cst.ImportFrom, updated: cst.ImportFrom) -> cst.ImportFrom:
+        self._imports -= 1
+        return updated
 
     def visit_Annotation(self, node: cst.Annotation) -> None:
         self._annotations += 1
@@ -72,7 +81,7 @@ class TorchNpuUnbound(PythonRule):
         self._attributes.add(id(node.attr))
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value != "torch_npu" or -1 in self._lines or id(node) in self._attributes:
+        if node.value != "torch_npu" or -1 in self._lines or id(node) in self._attributes or self._imports:
             return
         if self._annotations and self._lazy_annotations:
             return
