@@ -5,9 +5,12 @@
   `network` test reads the index again).
 - Every line says which index it comes from; torch, torchvision and torchaudio come from PyTorch's CPU index
   on x86_64.
-- Every set resolves with pip's resolver (`pip install --dry-run --report`, `network`, `slow`).
-- `NPU_PORT_INSTALL_SETS=1`: each set's CPU-installable part is installed into a fresh venv and `verl`,
-  vLLM's config classes and `ray` are imported (opt-in: several GB of downloads and tens of minutes per set).
+- Every set resolves with pip's resolver (`pip install --dry-run --report`, `network`, `slow`), together with
+  what vLLM's source build installs after it (its requirements/common.txt, recorded in the snapshot).
+- `NPU_PORT_INSTALL_SETS=1`: each set is installed into a fresh venv by the steps its file's header gives
+  (the file, the `--no-deps` lines, vLLM from its source with VLLM_TARGET_DEVICE=empty), its pins are still
+  what they pin afterwards, and `verl`, vLLM's config classes and `ray` import on the CPU (opt-in: several GB
+  of downloads and minutes per set). Where PyTorch's CPU index cannot be reached, torch comes from PyPI.
 """
 
 from __future__ import annotations
@@ -121,6 +124,58 @@ def test_a_no_deps_package_finds_its_other_requirements_in_the_file(name):
                     assert str(req.specifier) in ("", str(mine.specifier)), (req, mine)
 
 
+def _header_steps(text: str) -> list[str]:
+    """The commands the file's header gives, in order (without their comments)."""
+    return [line[4:].split("   #", 1)[0].strip() for line in text.splitlines() if line.startswith("#   ")]
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_the_header_removes_nvidias_triton_after_everything_and_restores_triton_ascend(name):
+    # xgrammar requires triton on x86_64 (the resolver installs triton 3.9.0 beside triton-ascend 3.2.0); both
+    # write site-packages/triton. vllm-ascend's Dockerfile uninstalls it after vLLM, then reinstalls triton-ascend.
+    vs = version_sets()[name]
+    steps = _header_steps(vs.requirements_text())
+    vllm = next(i for i, s in enumerate(steps) if s.startswith("VLLM_TARGET_DEVICE=empty pip install"))
+    assert "--extra-index-url https://download.pytorch.org/whl/cpu" in steps[vllm]
+    assert steps[vllm + 1] == "pip uninstall -y triton"
+    ascend = [r for r in vs.all_requirements() if requirement_name(r) == "triton-ascend"]
+    assert steps[vllm + 2:] == [f"pip install --no-deps --force-reinstall {r}" for r in ascend]
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_the_header_upgrades_pip_before_the_file(name):
+    # A fresh venv's pip (23.2.1 with CPython 3.11.7) was still backtracking through virtualenv and datasets
+    # releases after 8 minutes on the verl 0.8.0 file; pip 26 resolves it in about 2.
+    steps = _header_steps(version_sets()[name].requirements_text())
+    assert steps.index("python -m pip install --upgrade pip") < steps.index("pip install -r requirements-npu.txt")
+
+
+def _applies(req: Requirement, machine: str) -> bool:
+    env = dict(default_environment(), platform_machine=machine, platform_system="Linux", sys_platform="linux",
+               python_version="3.11", python_full_version="3.11.7", implementation_name="cpython", extra="")
+    return req.marker is None or req.marker.evaluate(env)
+
+
+@pytest.mark.parametrize("name", SETS)
+def test_vllms_source_requirements_are_recorded_and_fit_the_sets_pins(name):
+    # `VLLM_TARGET_DEVICE=empty pip install -e vllm` (the file's header) installs vLLM's requirements/common.txt
+    # after the file: an exact pin of the set that vLLM refuses would be replaced by that second install.
+    vs = version_sets()[name]
+    source = SNAPSHOT["vllm_source"][vs.vllm]
+    assert source["ok"] and source["file"] == f"vllm-{vs.vllm}.tar.gz", source
+    required = [Requirement(r) for r in source["requirements"]]
+    assert {"transformers", "numpy", "compressed-tensors"} <= {_key(r.name) for r in required}
+    exact = {}
+    for line in vs.all_requirements():
+        req = Requirement(line)
+        pinned = [s.version for s in req.specifier if s.operator == "=="]
+        if pinned:
+            exact[_key(req.name)] = pinned[0]
+    refused = [(str(r), exact[_key(r.name)], m) for m in MACHINES for r in required
+               if _applies(r, m) and _key(r.name) in exact and not r.specifier.contains(exact[_key(r.name)], True)]
+    assert refused == []
+
+
 @pytest.mark.network
 def test_every_pin_is_a_release_on_the_live_index():
     listing: dict = {}
@@ -217,10 +272,14 @@ def test_every_set_resolves_with_pips_resolver(name, tmp_path):
         text = "\n".join(kept) + "\n"
     requirements = tmp_path / "requirements-npu.txt"
     requirements.write_text(text, encoding="utf-8")
+    # What the header installs next, vLLM from its source (VLLM_TARGET_DEVICE=empty): its requirements/common.txt,
+    # resolved with the file, so that the second install has nothing to replace.
+    vllm_source = tmp_path / "vllm-common.txt"
+    vllm_source.write_text("\n".join(SNAPSHOT["vllm_source"][vs.vllm]["requirements"]) + "\n", encoding="utf-8")
     report = tmp_path / "report.json"
     # This pip (a current resolver: the venv's bundled pip backtracks for long) resolves for the fresh venv.
     proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--dry-run", "--quiet",
-                           "--report", str(report), "-r", str(requirements)], capture_output=True, text=True,
+                           "--report", str(report), "-r", str(requirements), "-r", str(vllm_source)], capture_output=True, text=True,
                           timeout=3000, env=_clean_env(extra_env), cwd=tmp_path)
     assert proc.returncode == 0, proc.stdout[-3000:] + proc.stderr[-6000:]
     # What the venv has already (pip, setuptools, the stand-ins) and what pip would add to it.
@@ -233,6 +292,11 @@ def test_every_set_resolves_with_pips_resolver(name, tmp_path):
         req = Requirement(line)
         got = resolved.get(_key(req.name))
         assert got is not None and req.specifier.contains(got, prereleases=True), (line, got)
+    for line in SNAPSHOT["vllm_source"][vs.vllm]["requirements"]:
+        req = Requirement(line)
+        if _applies(req, machine):
+            got = resolved.get(_key(req.name))
+            assert got is not None and req.specifier.contains(got, prereleases=True), ("vllm", line, got)
     # What pip install --no-deps adds next: its own requirements (but the replaced ones) are met.
     for nd in vs.no_deps:
         record = next(r for r in SNAPSHOT["pins"] if r["requirement"] == nd.requirement and r["set"] == name)
@@ -242,21 +306,13 @@ def test_every_set_resolves_with_pips_resolver(name, tmp_path):
                 continue
             got = resolved.get(_key(req.name))
             assert got is not None and req.specifier.contains(got, prereleases=True), (nd.requirement, r, got)
+    if "triton" in resolved:  # NVIDIA's triton, pulled in by xgrammar on x86_64: the header removes it
+        assert "pip uninstall -y triton" in _header_steps(vs.requirements_text())
     if any(r.startswith("numpy<2") for r in vs.requirements) and "pyarrow" in resolved:
         assert Version(resolved["pyarrow"]) < Version("26"), "pyarrow 26 does not import with numpy 1.x"
 
 
 # --- installed for real (opt-in) ---------------------------------------------------------------------------
-
-VLLM_REQUIRES = """
-from importlib.metadata import requires
-from packaging.requirements import Requirement
-CUDA = ("torch", "torchvision", "torchaudio", "xformers", "triton", "flashinfer", "nvidia", "cupy", "ray")
-for line in requires("vllm") or []:
-    req = Requirement(line)
-    if not req.name.lower().startswith(CUDA) and (req.marker is None or req.marker.evaluate({"extra": ""})):
-        print(str(req).split(";")[0])
-"""
 
 IMPORTS = """
 import ray
@@ -265,39 +321,136 @@ from vllm.config import ModelConfig, ParallelConfig, VllmConfig
 print("imported", verl.__version__, ray.__version__, ModelConfig.__name__, ParallelConfig.__name__, VllmConfig.__name__)
 """
 
+PLUGINS = """
+from importlib.metadata import entry_points
+print(sorted(e.value for e in entry_points(group="vllm.platform_plugins")))
+"""
+
+
+def _without_index(text: str, unreachable: list) -> str:
+    """The file as written but for the option naming an index this machine cannot reach."""
+    return "\n".join(line for line in text.splitlines()
+                     if not any(line == f"--extra-index-url {i.url}" for i in unreachable)) + "\n"
+
+
+def _install_stand_ins(python: Path, env: dict, vs, unreachable: list, machine: str) -> list[str]:
+    """What an unreachable index would give, installed before the file: the same release from PyPI, relabelled
+    with the index's local version (torch 2.10.0 as 2.10.0+cpu; torch-npu's x86_64 wheel requires exactly that).
+    PyPI's x86_64 torch is the CUDA build: the same release and API, and it imports on a CPU. The file's own
+    lines then find them installed."""
+    stand_ins = []
+    for line in vs.requirements:
+        name = requirement_name(line)
+        index = vs.index_for(name, machine)
+        if index in unreachable and "==" in line:
+            stand_ins.append((name, Requirement(line).specifier, index.local))
+    proc = subprocess.run([str(python), "-m", "pip", "install", "--quiet",
+                           *(f"{name}{spec}" for name, spec, _ in stand_ins)],
+                          capture_output=True, text=True, timeout=5400, env=env)
+    assert proc.returncode == 0, proc.stderr[-6000:]
+    site = next((python.parent.parent / "lib").glob("python3*/site-packages"))
+    for name, spec, local in stand_ins:
+        version = next(s.version for s in spec if s.operator == "==")
+        info = site / f"{name}-{version}.dist-info"
+        meta = info / "METADATA"
+        text = meta.read_text(encoding="utf-8")
+        assert f"\nVersion: {version}\n" in text, name
+        meta.write_text(text.replace(f"\nVersion: {version}\n", f"\nVersion: {version}+{local}\n", 1), encoding="utf-8")
+        info.rename(site / f"{name}-{version}+{local}.dist-info")
+    return [name for name, _, _ in stand_ins]
+
+
+def _vllm_source(folder: Path, version: str) -> None:
+    """vLLM's source at the release into `folder` (the header clones the tag from GitHub; the release's sdist on
+    PyPI is that source, the one tools/index_pins read requirements/common.txt from)."""
+    import shutil
+    import tarfile
+    import urllib.request
+
+    source = SNAPSHOT["vllm_source"][version]
+    url = next(f.url for f in index_pins.project_files(PYPI, "vllm") if f.filename == source["file"])
+    archive = folder.parent / source["file"]
+    with urllib.request.urlopen(url, timeout=600) as response:
+        archive.write_bytes(response.read())
+    with tarfile.open(archive) as tar:
+        tar.extractall(folder.parent / "sdist", filter="data")
+    shutil.move(str(folder.parent / "sdist" / f"vllm-{version}"), str(folder))
+
 
 @pytest.mark.slow
 @pytest.mark.network
 @pytest.mark.skipif(os.environ.get("NPU_PORT_INSTALL_SETS") != "1",
                     reason="installs several GB per set: NPU_PORT_INSTALL_SETS=1 runs it")
 @pytest.mark.parametrize("name", SETS)
-def test_the_cpu_installable_part_of_a_set_installs_and_imports(name, tmp_path):
-    """torch's CPU build and every package that installs without CANN (not torch-npu, triton-ascend,
-    vllm-ascend: they need the Ascend toolkit at import), then vLLM from its wheel without its CUDA
-    requirements (VLLM_TARGET_DEVICE=empty is a source build), and the imports a generated script makes."""
+def test_a_set_installs_as_its_file_says_and_imports_on_a_cpu(name, tmp_path):
+    """The requirements file's header run as written, in a fresh venv: `pip install -r` the file (the Ascend wheels
+    install without CANN; nothing imports them here), the `--no-deps` lines, vLLM from its source with
+    VLLM_TARGET_DEVICE=empty, the clean-up. Then every pin of the set is still what it pins (the later steps
+    replaced nothing), NVIDIA's triton is gone and triton-ascend whole, vllm-ascend is vLLM's platform plugin,
+    and `verl`, vLLM's config classes and `ray` import on this CPU (without torch-npu and vllm-ascend, which
+    need CANN to import). `source set_env.sh` is skipped (CANN); what an index this machine cannot reach
+    holds is stood in for by the same release from PyPI (_install_stand_ins)."""
+    import shlex
+
     vs = version_sets()[name]
-    missing = [i.url for i in vs.indexes if _machine() in i.machines and not _reachable(i.url)]
-    if missing:
-        pytest.skip(f"the set installs torch from {', '.join(missing)}, which this machine cannot reach")
+    machine = _machine()
+    if machine not in MACHINES:
+        pytest.skip(f"the sets target linux {' and '.join(MACHINES)}, not {machine}")
     python = _venv(tmp_path / "venv")
-    ascend_only = {"torch-npu", "triton-ascend", "vllm-ascend", "memfabric-hybrid", "memcache-hybrid",
-                   "arctic-inference"}
-    lines = [line for line in vs.requirements_text().splitlines()
-             if line and not line.startswith("#")
-             and (line.startswith("--") or requirement_name(line).lower().replace("_", "-") not in ascend_only)]
-    requirements = tmp_path / "cpu.txt"
-    requirements.write_text("\n".join(lines) + "\n", encoding="utf-8")
     env = _clean_env({})
-    for args in (["-r", str(requirements)], ["--no-deps", f"vllm=={vs.vllm}"], ["-r", str(tmp_path / "vllm.txt")]):
-        if args[-1].endswith("vllm.txt"):
-            # vLLM's own requirements but the CUDA ones (torch and what is built against it): what
-            # VLLM_TARGET_DEVICE=empty installs from its source.
-            listed = subprocess.run([str(python), "-c", VLLM_REQUIRES], capture_output=True, text=True, timeout=60,
-                                    env=env, check=True).stdout
-            (tmp_path / "vllm.txt").write_text(listed, encoding="utf-8")
-        proc = subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", *args],
-                              capture_output=True, text=True, timeout=5400, env=env, cwd=tmp_path)
-        assert proc.returncode == 0, proc.stderr[-6000:]
+    text = vs.requirements_text()
+    unreachable = [i for i in vs.indexes if machine in i.machines and not _reachable(i.url)]
+    if unreachable:
+        print("stand-ins for an unreachable index:", _install_stand_ins(python, env, vs, unreachable, machine))
+    (tmp_path / "requirements-npu.txt").write_text(_without_index(text, unreachable), encoding="utf-8")
+    for step in _header_steps(text):
+        words = shlex.split(step)
+        if unreachable and words[:3] == ["pip", "install", "-r"]:
+            # pip keeps what a venv holds where it can (the stand-ins' own requirements, newer than a fresh
+            # resolution picks, sent it backtracking through datasets releases): resolve as in a fresh venv.
+            words += ["--upgrade-strategy", "eager"]
+        if words[0] == "source":
+            continue
+        if words[:2] == ["git", "clone"]:
+            _vllm_source(tmp_path / words[-1].rsplit("/", 1)[-1], vs.vllm)
+            continue
+        extra = {}
+        while "=" in words[0]:
+            key, _, value = words.pop(0).partition("=")
+            extra[key] = value
+        for index in unreachable:
+            while f"--extra-index-url={index.url}" in words or index.url in words:
+                at = words.index(index.url) if index.url in words else words.index(f"--extra-index-url={index.url}")
+                del words[at - (words[at] == index.url):at + 1]
+        assert words[0] in ("pip", "python"), step
+        command = [str(python), *words[1:]] if words[0] == "python" else [str(python), "-m", "pip", *words[1:]]
+        proc = subprocess.run([*command, *(["--quiet"] if "install" in words[1:3] else [])],
+                              capture_output=True, text=True, timeout=5400, env=dict(env, **extra), cwd=tmp_path)
+        assert proc.returncode == 0, (step, proc.stderr[-6000:])
+    listed = subprocess.run([str(python), "-m", "pip", "list", "--format", "json"], capture_output=True, text=True,
+                            timeout=300, env=env, check=True)
+    installed = {_key(d["name"]): d["version"] for d in json.loads(listed.stdout)}
+    for line in vs.all_requirements():
+        req = Requirement(line)
+        got = installed.get(_key(req.name))
+        assert got is not None and req.specifier.contains(got.split("+", 1)[0], prereleases=True), (line, got)
+    assert installed.get("vllm", "").startswith(vs.vllm), installed.get("vllm")
+    assert "triton" not in installed
+    whole = ("from importlib.metadata import distribution, PackageNotFoundError\n"
+             "try:\n    d = distribution('triton-ascend')\nexcept PackageNotFoundError:\n    print('none')\n"
+             "else:\n    print(sum(not d.locate_file(f).exists() for f in d.files or []))")
+    missing = subprocess.run([str(python), "-c", whole], capture_output=True, text=True, timeout=300, env=env,
+                             check=True).stdout.strip()
+    assert missing in ("0", "none") and (missing == "0") == ("triton-ascend" in installed), missing
+    plugins = subprocess.run([str(python), "-c", PLUGINS], capture_output=True, text=True, timeout=300, env=env,
+                             check=True).stdout
+    assert "vllm_ascend:register" in plugins, plugins  # vLLM finds the Ascend platform on an NPU host
+    # Installed, torch_npu is imported by torch (backend auto-loading), by transformers (is_torch_npu_available)
+    # and by vllm-ascend, vLLM's platform plugin; it needs CANN's libraries (libhccl.so), which this machine
+    # lacks. The imports on a CPU are of the rest: the two packages that load it are uninstalled first.
+    subprocess.run([str(python), "-m", "pip", "uninstall", "-y", "--quiet", "torch-npu", "vllm-ascend"],
+                   capture_output=True, text=True, timeout=300, env=env, check=True)
     proc = subprocess.run([str(python), "-c", IMPORTS], capture_output=True, text=True, timeout=600, env=env,
                           cwd=tmp_path)
     assert proc.returncode == 0 and "imported" in proc.stdout, proc.stderr[-6000:]
+    print(proc.stdout.strip())

@@ -10,6 +10,11 @@ release that publishes no wheel at all. For each file the snapshot keeps its nam
 Requires-Dist (read from the wheel's METADATA with HTTP range requests, not the whole wheel), so the tests
 can check the sets offline and the resolver test can stand in for what it cannot download.
 
+vLLM is built from its source (`VLLM_TARGET_DEVICE=empty pip install -e vllm`, as the requirements file's header
+says), which installs the source's requirements/common.txt: the snapshot keeps those lines per vLLM release
+(`vllm_source`, read from the release's sdist on PyPI), so the tests can hold the sets to them and the resolver
+test resolves each set together with them.
+
 An index this machine cannot reach is recorded as unreachable, never as passed; `--check` fails on it.
 """
 
@@ -36,6 +41,7 @@ from packaging.utils import canonicalize_name, parse_sdist_filename, parse_wheel
 ROOT = Path(__file__).resolve().parent.parent
 SNAPSHOT = ROOT / "skeletons" / "index_pins.json"
 MACHINES = ("x86_64", "aarch64")
+PYPI_SIMPLE = "https://pypi.org/simple"
 PYTHON = "cp311"
 TIMEOUT = 120
 
@@ -210,16 +216,19 @@ class Pin:
     local: dict[str, str] = field(default_factory=dict)  # machine -> local version label ("cpu")
 
 
-def pins(path: Optional[Path] = None) -> list[Pin]:
-    """Every `==` pin of every set, with the index each machine installs it from."""
+def _sets(path: Optional[Path] = None) -> dict[str, Any]:
     import yaml
 
     from npu_port.transpiler.generate.versions import parse_sets
 
     text = (path or ROOT / "skeletons" / "version_sets.yaml").read_text(encoding="utf-8")
-    _, sets = parse_sets(yaml.safe_load(text))
+    return parse_sets(yaml.safe_load(text))[1]
+
+
+def pins(path: Optional[Path] = None) -> list[Pin]:
+    """Every `==` pin of every set, with the index each machine installs it from."""
     found = []
-    for vs in sets.values():
+    for vs in _sets(path).values():
         for line in vs.all_requirements():
             req = Requirement(line)
             exact = [s for s in req.specifier if s.operator == "=="]
@@ -266,10 +275,61 @@ def check_pin(pin: Pin, listing: dict[tuple[str, str], Any]) -> dict[str, Any]:
     return record
 
 
+# --- vLLM, built from its source -------------------------------------------------------------------------
+
+def source_requirements(files: dict[str, str], name: str = "requirements/common.txt") -> list[str]:
+    """The requirement lines of one of vLLM's requirements files (`files`: path in the source tree -> text),
+    following `-r other.txt` as vLLM's setup.py does; comments, blank lines and other options dropped."""
+    lines: list[str] = []
+    folder = name.rsplit("/", 1)[0]
+    for raw in files[name].splitlines():
+        line = raw.split(" #", 1)[0].strip()
+        if line.startswith("-r "):
+            lines += source_requirements(files, f"{folder}/{line.split()[1]}")
+        elif line and not line.startswith(("#", "-")):
+            lines.append(" ".join(line.split()))
+    return lines
+
+
+def vllm_source(version: str, listing: dict[tuple[str, str], Any]) -> dict[str, Any]:
+    """What `VLLM_TARGET_DEVICE=empty pip install -e vllm` installs besides vLLM: requirements/common.txt of the
+    release's source (setup.py's get_requirements, the no-device branch), read from the release's sdist on PyPI
+    (the tag's source)."""
+    import tarfile
+
+    record: dict[str, Any] = {"vllm": version, "index": PYPI_SIMPLE}
+    key = (PYPI_SIMPLE, "vllm")
+    try:
+        if key not in listing:
+            listing[key] = project_files(PYPI_SIMPLE, "vllm")
+        files = listing[key]
+        if isinstance(files, Exception):
+            raise files
+        sdist = next((f for f in files if f.filename == f"vllm-{version}.tar.gz" and not f.yanked), None)
+        if sdist is None:
+            return dict(record, ok=False, why="no sdist of this release on the index")
+        with urllib.request.urlopen(sdist.url, timeout=TIMEOUT) as response:
+            data = response.read()
+        texts: dict[str, str] = {}
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            for member in tar.getmembers():
+                parts = member.name.split("/", 1)
+                if member.isfile() and len(parts) == 2 and parts[1].startswith("requirements/") \
+                        and parts[1].endswith(".txt"):
+                    texts[parts[1]] = (tar.extractfile(member) or io.BytesIO()).read().decode("utf-8")
+        return dict(record, ok=True, file=sdist.filename, sha256=sdist.sha256, source="requirements/common.txt",
+                    requirements=source_requirements(texts))
+    except (OSError, ValueError, KeyError, tarfile.TarError) as exc:
+        return dict(record, ok=False, unreachable=isinstance(exc, OSError), why=str(exc))
+
+
 def snapshot(path: Optional[Path] = None) -> dict[str, Any]:
     listing: dict[tuple[str, str], Any] = {}
     records = [check_pin(p, listing) for p in pins(path)]
+    sources = {v: vllm_source(v, listing) for v in sorted({vs.vllm for vs in _sets(path).values()})}
     return {
+        # vLLM's own requirements, as its source build installs them, per release the sets build.
+        "vllm_source": sources,
         "generated_by": "python -m tools.index_pins",
         "read_at": datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ"),
         "python": PYTHON,
@@ -296,13 +356,20 @@ def main(argv: Optional[list[str]] = None) -> int:
             mark = "ok " if entry["ok"] else "???" if entry.get("unreachable") else "BAD"
             print(f"{mark} {record['set']:<12} {record['requirement']:<28} {machine:<8} {entry['why']}: "
                   f"{entry.get('file', '')} ({entry['index']})")
+    for version, source in data["vllm_source"].items():
+        print(f"{'ok ' if source['ok'] else '???'} vllm {version} source: "
+              + (f"{len(source['requirements'])} requirements in {source['source']} of {source['file']}"
+                 if source["ok"] else source["why"]))
     print(f"{len(data['pins'])} pins: {data['wrong']} wrong, {data['unchecked']} not checked "
           "(an index this machine cannot reach)", file=sys.stderr)
     if not args.check:
         args.out.write_text(json.dumps(data, indent=1, sort_keys=True) + "\n", encoding="utf-8")
         print(f"wrote {args.out}", file=sys.stderr)
         return 1 if data["wrong"] else 0
-    return 1 if data["wrong"] or (data["unchecked"] and not args.allow_unreachable) else 0
+    sources = data["vllm_source"].values()
+    unread = any(not s["ok"] and not s.get("unreachable") for s in sources)
+    unread_here = any(s.get("unreachable") for s in sources)
+    return 1 if data["wrong"] or unread or ((data["unchecked"] or unread_here) and not args.allow_unreachable) else 0
 
 
 if __name__ == "__main__":

@@ -58,6 +58,16 @@ def _canonical(name: str) -> str:
 
 
 @dataclass(frozen=True)
+class Removal:
+    """A package some requirement pulls in on some machines that is broken on Ascend: uninstalled after the
+    install (`restores`: packages of the set that share its files, reinstalled after the uninstall)."""
+
+    package: str
+    why: str
+    restores: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
 class VersionSet:
     name: str
     summary: str
@@ -69,6 +79,7 @@ class VersionSet:
     indexes: tuple[PackageIndex, ...] = ()  # where a package comes from when not from PyPI
     no_deps: tuple[NoDeps, ...] = ()  # installed after the file, with --no-deps
     engine_reload: bool = False  # a running vLLM engine's workers can reload weights from a checkpoint folder
+    removals: tuple[Removal, ...] = ()  # uninstalled after everything else
 
     def all_requirements(self) -> tuple[str, ...]:
         """The file's lines, then the --no-deps ones."""
@@ -112,6 +123,17 @@ class VersionSet:
                 lines.append(f'{pinned}; platform_machine == "{machine}"  # index: {index.url}')
         return lines
 
+    def _removal_lines(self) -> list[str]:
+        lines = []
+        pinned = {_canonical(requirement_name(r)): r for r in self.all_requirements()}
+        for removal in self.removals:
+            lines.append(f"#   pip uninstall -y {removal.package}   # {removal.why}")
+            for name in removal.restores:
+                if _canonical(name) in pinned:
+                    lines.append(f"#   pip install --no-deps --force-reinstall {pinned[_canonical(name)]}   # it shares "
+                                 f"{removal.package}'s files, which the uninstall removed")
+        return lines
+
     def requirements_text(self) -> str:
         v = self.versions
         head = [
@@ -121,17 +143,31 @@ class VersionSet:
             "# with pip's resolver. Install on a host with the Ascend driver and",
             f"# CANN {self.cann} (toolkit and the matching kernels/nnal packages), Python {self.python}:",
             "#   source /usr/local/Ascend/ascend-toolkit/set_env.sh",
+            "#   python -m pip install --upgrade pip   # as vllm-ascend's install guide does first: a venv's own pip"
+            " (23.2 with Python 3.11.7) backtracks for long over these pins",
             "#   pip install -r requirements-npu.txt",
             *(f"#   pip install --no-deps {n.requirement}   # index: {self.index_for(requirement_name(n.requirement), MACHINES[0]).url}; "
               f"{' '.join(n.why.split())}" for n in self.no_deps),
             f"#   git clone --depth 1 --branch v{v['vllm']} https://github.com/vllm-project/vllm",
-            "#   VLLM_TARGET_DEVICE=empty pip install -e vllm   # vLLM without its CUDA torch pin",
+            "#   VLLM_TARGET_DEVICE=empty pip install -e vllm"
+            + "".join(f" --extra-index-url {url}" for url in dict.fromkeys(i.url for i in self.indexes))
+            + "   # vLLM without its CUDA torch pin"
+            + (" (its build takes torch from there on x86_64)" if self.indexes else ""),
+            *self._removal_lines(),
             f"# Each line names the index it comes from: {PYPI} (PyPI) unless it says otherwise.",
         ]
         for index in self.indexes:
             head.append(f"# {', '.join(index.packages)} on {', '.join(index.machines)}: {index.url}"
                         + (f" ({index.why})" if index.why else ""))
         return "\n".join(head + self.install_lines()) + "\n"
+
+
+def _removal(data: dict) -> Removal:
+    try:
+        return Removal(package=str(data["package"]), why=" ".join(str(data["why"]).split()),
+                       restores=tuple(map(str, data.get("restores") or ())))
+    except (KeyError, TypeError) as exc:
+        raise VersionSetError(f"a removal lacks {exc}") from None
 
 
 def _index(data: dict) -> PackageIndex:
@@ -143,12 +179,14 @@ def _index(data: dict) -> PackageIndex:
         raise VersionSetError(f"an index lacks {exc}") from None
 
 
-def _parse(name: str, data: dict, indexes: tuple[PackageIndex, ...] = ()) -> VersionSet:
+def _parse(name: str, data: dict, indexes: tuple[PackageIndex, ...] = (),
+           removals: tuple[Removal, ...] = ()) -> VersionSet:
     try:
         versions = {k: str(data[k]) for k in ("verl", "vllm", "vllm_ascend", "ray", "transformers")}
         vs = VersionSet(name=name, summary=str(data["summary"]), cann=str(data["cann"]), python=str(data["python"]),
                         trainer=str(data["trainer"]), versions=versions,
                         requirements=tuple(str(r) for r in data["requirements"]), indexes=indexes,
+                        removals=removals,
                         engine_reload=bool(data.get("engine_reload", False)),
                         no_deps=tuple(NoDeps(str(n["requirement"]), " ".join(str(n["why"]).split()),
                                              tuple(map(str, n.get("replaced") or ())))
@@ -169,7 +207,8 @@ def _loaded() -> tuple[str, dict[str, VersionSet]]:
 def parse_sets(data: dict) -> tuple[str, dict[str, VersionSet]]:
     """The default set's name and every set of a loaded version_sets.yaml."""
     indexes = tuple(_index(i) for i in data.get("indexes") or ())
-    sets = {name: _parse(name, body, indexes) for name, body in data["sets"].items()}
+    removals = tuple(_removal(r) for r in data.get("remove_after_install") or ())
+    sets = {name: _parse(name, body, indexes, removals) for name, body in data["sets"].items()}
     if data["default"] not in sets:
         raise VersionSetError(f"default version set {data['default']!r} is not defined")
     return data["default"], sets
