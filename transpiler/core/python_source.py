@@ -230,7 +230,7 @@ class _Dispatcher(cst.CSTTransformer):
         # Of a conditional expression, the arms: a CUDA test left beside a ported arm only keeps the NPU
         # on the other arm, as the original did; a CUDA call in an arm after a ported test is reached.
         arms = (updated.body, updated.orelse) if isinstance(updated, cst.IfExp) else (updated,)
-        left = next((m for m in (_CUDA_API.search(code(a)) for a in arms) if m is not None), None)
+        left = next((m for m in (_cuda_api_in(a) for a in arms) if m is not None), None)
         if left is None:
             return updated
         self._ctx.withdraw_changes(mark)
@@ -262,7 +262,7 @@ class _Dispatcher(cst.CSTTransformer):
             hint = "if the code supports the NPU, accept \"npu\" in the guard beside \"cuda\" and say so in its message"
         else:
             arm = updated.orelse if negated else updated.body
-            left = _CUDA_API.search(code(arm)) if arm is not None else None
+            left = _cuda_api_in(arm) if arm is not None else None
             if left is None or self._left_on_purpose(original.orelse if negated else original.body):
                 return updated
             reason = (f"the branch this test would take on the NPU still calls `{left.group().rstrip('(')}`, which is "
@@ -328,6 +328,18 @@ _SCOPE, _PATCH, _MARKING, _GUARD, _STATEMENT, _DECISION, _ORIGINAL, _BRANCH = 1,
 _ASSIGNS_TORCH_CUDA = re.compile(r"\btorch\.cuda\.[A-Za-z_][\w.]*\s*(?::[^=\n]*)?=(?!=)")
 # A CUDA API still called in a decision: a torch.cuda / torch.backends.cuda name, `.cuda(`, `.is_cuda`.
 _CUDA_API = re.compile(r"\btorch\.(?:backends\.)?cuda\.[A-Za-z_][A-Za-z_0-9.]*|\.cuda\(|\.is_cuda\b")
+_QUOTED = re.compile(r"\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'")
+
+
+def _cuda_api_in(node: cst.CSTNode) -> Optional[re.Match[str]]:
+    """The first CUDA API the code of `node` calls: not one in a comment or a string (`# torch.cuda.x is
+    not needed here`, a log message), which the code text holds too."""
+    text = code(node)
+    for found in _CUDA_API.finditer(text):
+        before = _QUOTED.sub("", text[text.rfind("\n", 0, found.start()) + 1:found.start()])
+        if "#" not in before and before.count('"') % 2 == 0 and before.count("'") % 2 == 0:
+            return found
+    return None
 
 
 def parse_module(source: bytes | str) -> cst.Module:
