@@ -111,12 +111,24 @@ def package_root(path: str, top: str) -> Optional[str]:
     return _package_root(os.path.dirname(os.path.abspath(path)), top)
 
 
+_SUBMODULE_PATH = re.compile(r"^\s*path\s*=\s*(\S+)\s*$", re.M)
+
+
 @lru_cache(maxsize=256)
 def _holds_package_above(folder: str, top: str) -> bool:
     here = folder
     while True:
         if os.path.isfile(os.path.join(here, top, "__init__.py")):
             return True
+        modules = os.path.join(here, ".gitmodules")
+        if os.path.isfile(modules):
+            try:
+                with open(modules, encoding="utf-8", errors="replace") as f:
+                    paths = _SUBMODULE_PATH.findall(f.read(65536))
+            except OSError:
+                paths = []
+            if any(p.rstrip("/").rsplit("/", 1)[-1] == top for p in paths):
+                return True
         parent = os.path.dirname(here)
         if parent == here:
             return False
@@ -125,7 +137,9 @@ def _holds_package_above(folder: str, top: str) -> bool:
 
 def in_checkout_of(path: str, top: str) -> bool:
     """Whether the file `path` lies in a checkout of the project whose package is `top`: in that package, or
-    beside it (its tests, examples and recipes, which import the checkout's own package, not a release)."""
+    beside it (its tests, examples and recipes, which import the checkout's own package, not a release), or
+    in a project that carries it as a git submodule (`path = verl` in .gitmodules: RAGEN builds on the VERL
+    commit it pins so, and a snapshot may hold the submodule's folder empty)."""
     if not path or path.startswith("<"):
         return False
     return _holds_package_above(os.path.dirname(os.path.abspath(path)), top)
