@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Optional
 
@@ -9,6 +10,9 @@ from npu_port.transpiler.tables.mapping import load_table
 from npu_port.transpiler.text.shell import TEXT_COMMANDS, Command, Script, ShellRule, in_probe_line, probe_reference
 
 _LOOKUPS = ("command", "which", "type", "hash")
+# A script that installs CUDA itself (a CUDA wheel index, the CUDA toolkit, a CUDA compiler check, flash-attn's
+# build): its nvidia-smi check is what picks those steps, so it is part of that decision.
+_CUDA_SETUP = re.compile(r"/whl/cu\d{2,3}\b|\bcuda-toolkit\b|\bcudatoolkit\b|\bnvcc\b|\bflash[-_]attn\b")
 
 
 class ShellNvidiaSmi(ShellRule):
@@ -39,7 +43,9 @@ class ShellNvidiaSmi(ShellRule):
         each only where the script uses it. Output that is parsed stays reported, as without --keep-cuda.)
 
     Fix safety:
-        Safe for presence checks; parsing is only reported.
+        Safe for presence checks; parsing is only reported. In a script that installs CUDA itself (a CUDA
+        wheel index, the CUDA toolkit, an nvcc check, flash-attn's build) a presence check is what picks
+        those steps: it is left and reported, since renamed it would send an Ascend host through them.
     """
 
     ID = "shell-nvidia-smi"
@@ -50,6 +56,8 @@ class ShellNvidiaSmi(ShellRule):
         table = load_table(self.ctx.target, "shell")["nvidia_smi"]
         replacement = table["replacement"]
         tool = replacement.split()[0]
+        setup = _CUDA_SETUP.search(self.ctx.text)
+        setup_line = self.ctx.text.count("\n", 0, setup.start()) + 1 if setup else 0
         for cmd in script.commands:
             i, _ = cmd.argv()
             if i >= len(cmd.words):
@@ -60,7 +68,12 @@ class ShellNvidiaSmi(ShellRule):
             scope = (cmd.start, cmd.end)
             if in_probe_line(script, word.start):
                 continue  # the GPU branch of the launcher's --keep-cuda probe
-            if prog == "nvidia-smi":
+            if setup and (prog == "nvidia-smi" or prog in _LOOKUPS and any(a.value == "nvidia-smi" for a in args)):
+                self.report(word.start, "this nvidia-smi check picks the script's CUDA set-up (line "
+                            f"{setup_line}: {setup.group()}); renamed to {tool}, an Ascend host would run those steps: "
+                            "left as is", hint="give the Ascend host a branch of its own (CANN, torch-npu) beside the "
+                            "CUDA one")
+            elif prog == "nvidia-smi":
                 if not args and not cmd.output_consumed:
                     self.change(word.start, word.end, replacement, f"nvidia-smi -> {replacement}",
                                 quote=cmd.quote, scope=scope, portable=self._probed(cmd, "device_smi"))
