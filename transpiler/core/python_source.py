@@ -255,7 +255,7 @@ class _Dispatcher(cst.CSTTransformer):
             return updated
         test = code(original.test)
         negated = "!=" in test or " not " in f" {test}"
-        if negated and _refuses_saying_cuda(updated.body):
+        if "!=" in test and _refuses_saying_cuda(updated.body):
             # `if device != "cuda": raise ...("... only on CUDA ...")`: the author's statement of what the code
             # supports; ported, the NPU would get past it into code nobody said runs there.
             reason = "this guard refuses every device but CUDA with an error that says so; ported, it would let the NPU through"
