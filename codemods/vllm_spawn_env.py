@@ -2,43 +2,17 @@
 
 from __future__ import annotations
 
-import os
 from collections.abc import Sequence
-from functools import lru_cache
 from typing import Optional
 
 import libcst as cst
 
 from npu_port.transpiler.analysis.imports import scan_scope
+from npu_port.transpiler.analysis.project_modules import in_checkout_of
 from npu_port.transpiler.core.rules import PythonContext, PythonRule
 
 VARIABLE = "VLLM_WORKER_MULTIPROC_METHOD"
-_PROJECT_MARKERS = (".git", "setup.py", "pyproject.toml", "setup.cfg")
 VALUE = "spawn"
-
-
-@lru_cache(maxsize=64)
-def _tree_has(folder: str, top: str) -> bool:
-    here = folder
-    while True:
-        if os.path.isfile(os.path.join(here, top, "__init__.py")) or (
-                os.path.basename(here) == top and os.path.isfile(os.path.join(here, "__init__.py"))):
-            return True
-        if any(os.path.exists(os.path.join(here, marker)) for marker in _PROJECT_MARKERS):
-            return False
-        parent = os.path.dirname(here)
-        if parent == here:
-            return False
-        here = parent
-
-
-def tree_is(path: str, top: str) -> bool:
-    """The file belongs to the tree of the package `top` itself (vllm-ascend's examples and tests beside its
-    `vllm_ascend` package): a package folder named `top` above it, or beside a folder on the way up to the
-    project's root (the first folder with a .git, setup.py, pyproject.toml or setup.cfg)."""
-    if not path or path.startswith("<"):
-        return False
-    return _tree_has(os.path.dirname(os.path.abspath(path)), top)
 
 
 def _is_import_line(stmt: cst.CSTNode) -> bool:
@@ -159,7 +133,7 @@ class VllmSpawnEnv(PythonRule):
             # --keep-cuda: only where vllm-ascend is installed; GPU hosts keep vLLM's own choice (a
             # script without a __main__ guard that runs with fork there would not run with spawn). In
             # vllm-ascend's own tree the plugin is always there: the setting as in the default mode.
-            if tree_is(self.ctx.path, "vllm_ascend"):
+            if in_checkout_of(self.ctx.path, "vllm_ascend"):
                 return new
             self.ctx.require_import("importlib.util")
             guarded = cst.parse_statement(

@@ -112,23 +112,29 @@ def package_root(path: str, top: str) -> Optional[str]:
 
 
 _SUBMODULE_PATH = re.compile(r"^\s*path\s*=\s*(\S+)\s*$", re.M)
+PROJECT_MARKERS = (".git", "setup.py", "pyproject.toml", "setup.cfg")  # a project's root folder has one
+
+
+def _submodules(folder: str) -> list[str]:
+    """The paths .gitmodules in `folder` gives its submodules ([] without one)."""
+    try:
+        with open(os.path.join(folder, ".gitmodules"), encoding="utf-8", errors="replace") as f:
+            return _SUBMODULE_PATH.findall(f.read(65536))
+    except OSError:
+        return []
 
 
 @lru_cache(maxsize=256)
 def _holds_package_above(folder: str, top: str) -> bool:
     here = folder
     while True:
-        if os.path.isfile(os.path.join(here, top, "__init__.py")):
+        if os.path.isfile(os.path.join(here, top, "__init__.py")) or (
+                os.path.basename(here) == top and os.path.isfile(os.path.join(here, "__init__.py"))):
             return True
-        modules = os.path.join(here, ".gitmodules")
-        if os.path.isfile(modules):
-            try:
-                with open(modules, encoding="utf-8", errors="replace") as f:
-                    paths = _SUBMODULE_PATH.findall(f.read(65536))
-            except OSError:
-                paths = []
-            if any(p.rstrip("/").rsplit("/", 1)[-1] == top for p in paths):
-                return True
+        if any(p.rstrip("/").rsplit("/", 1)[-1] == top for p in _submodules(here)):
+            return True
+        if any(os.path.exists(os.path.join(here, marker)) for marker in PROJECT_MARKERS):
+            return False  # the project's root: what lies above is another project
         parent = os.path.dirname(here)
         if parent == here:
             return False
@@ -139,7 +145,8 @@ def in_checkout_of(path: str, top: str) -> bool:
     """Whether the file `path` lies in a checkout of the project whose package is `top`: in that package, or
     beside it (its tests, examples and recipes, which import the checkout's own package, not a release), or
     in a project that carries it as a git submodule (`path = verl` in .gitmodules: RAGEN builds on the VERL
-    commit it pins so, and a snapshot may hold the submodule's folder empty)."""
+    commit it pins so, and a snapshot may hold the submodule's folder empty). Looked for up to the project's
+    root (the first folder with a .git, setup.py, pyproject.toml or setup.cfg)."""
     if not path or path.startswith("<"):
         return False
     return _holds_package_above(os.path.dirname(os.path.abspath(path)), top)
