@@ -9,10 +9,10 @@ from typing import Optional
 from npu_port.transpiler.tables.mapping import load_table
 from npu_port.transpiler.text.shell import TEXT_COMMANDS, Command, Script, ShellRule, in_probe_line, probe_reference
 
-_LOOKUPS = ("command", "which", "type", "hash")
+LOOKUPS = ("command", "which", "type", "hash")
 # A script that installs CUDA itself (a CUDA wheel index, the CUDA toolkit, a CUDA compiler check, flash-attn's
 # build): its nvidia-smi check is what picks those steps, so it is part of that decision.
-_CUDA_SETUP = re.compile(r"/whl/cu\d{2,3}\b|\bcuda-toolkit\b|\bcudatoolkit\b|\bnvcc\b|\bflash[-_]attn\b")
+CUDA_SETUP = re.compile(r"/whl/cu\d{2,3}\b|\bcuda-toolkit\b|\bcudatoolkit\b|\bnvcc\b|\bflash[-_]attn\b")
 
 
 class ShellNvidiaSmi(ShellRule):
@@ -56,7 +56,7 @@ class ShellNvidiaSmi(ShellRule):
         table = load_table(self.ctx.target, "shell")["nvidia_smi"]
         replacement = table["replacement"]
         tool = replacement.split()[0]
-        setup = _CUDA_SETUP.search(self.ctx.text)
+        setup = CUDA_SETUP.search(self.ctx.text)
         setup_line = self.ctx.text.count("\n", 0, setup.start()) + 1 if setup else 0
         for cmd in script.commands:
             i, _ = cmd.argv()
@@ -68,7 +68,7 @@ class ShellNvidiaSmi(ShellRule):
             scope = (cmd.start, cmd.end)
             if in_probe_line(script, word.start):
                 continue  # the GPU branch of the launcher's --keep-cuda probe
-            if setup and (prog == "nvidia-smi" or prog in _LOOKUPS and any(a.value == "nvidia-smi" for a in args)):
+            if setup and (prog == "nvidia-smi" or prog in LOOKUPS and any(a.value == "nvidia-smi" for a in args)):
                 self.report(word.start, "this nvidia-smi check picks the script's CUDA set-up (line "
                             f"{setup_line}: {setup.group()}); renamed to {tool}, an Ascend host would run those steps: "
                             "left as is", hint="give the Ascend host a branch of its own (CANN, torch-npu) beside the "
@@ -80,7 +80,7 @@ class ShellNvidiaSmi(ShellRule):
                 else:
                     self.report(word.start, "nvidia-smi output is parsed here; npu-smi has no compatible "
                                 "output", hint=table["hint"])
-            elif prog in _LOOKUPS:
+            elif prog in LOOKUPS:
                 for arg in args:
                     if arg.value == "nvidia-smi":
                         self.change(arg.start, arg.end, tool, f"{prog} nvidia-smi -> {prog} {tool}",
