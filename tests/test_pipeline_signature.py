@@ -39,3 +39,15 @@ def test_the_woven_launcher_passes_the_signature_check(tmp_path):
     code = out.read_text()
     assert "run_ppo(with_agent_loop(config), task_runner_class=TaskRunnerV1)" in code
     assert _check(out, "--verl-version", "0.9.1") == (0, [])
+
+
+def test_a_generated_script_is_checked_against_the_release_it_declares(tmp_path):
+    # No pin beside it: the script's own "Targets: verl X" line says the release (not the newest snapshot).
+    for version, calls_run_ppo_with_config_alone in (("0.8.0", True), ("0.9.1", False)):
+        out = tmp_path / version / "train.py"
+        out.parent.mkdir()
+        result = CliRunner().invoke(cli, ["generate", "verl-train", "--verl-version", version, "-o", str(out)])
+        assert result.exit_code == 0, result.output
+        assert ("run_ppo(config)" in out.read_text()) == calls_run_ppo_with_config_alone
+        code, findings = _check(out)
+        assert code == 0 and findings == [], (version, findings)

@@ -54,7 +54,31 @@ def resolve(paths: Iterable[Path], given: Optional[str] = None, given_where: str
         if found is not None:
             spec, where = found
             return VerlVersion(_satisfying(spec), where)
+    declared = _declared(paths)
+    if declared is not None:
+        return declared
     return VerlVersion(verl_keys.release().version, "the newest release snapshotted (no verl pin found)", pinned=False)
+
+
+# What a file written by `npu-port generate` / `pipeline` / `weave` says it targets (transpiler/generate/
+# versions.py writes "Targets: verl 0.8.0, vLLM ..." in its docstring): the release it was generated for.
+_DECLARED = re.compile(r"^Targets: verl (\d+\.\d+\.\d+)\b", re.M)
+
+
+def _declared(paths: Iterable[Path]) -> Optional[VerlVersion]:
+    """The VERL release the given files declare they target, where all that declare one agree."""
+    found: dict[str, str] = {}
+    for p in paths:
+        if str(p) == "-" or not Path(p).is_file():
+            continue
+        text = _read(Path(p))
+        m = _DECLARED.search(text[:8192]) if text else None
+        if m:
+            found.setdefault(m.group(1), f"{_shown(Path(p))}:{text.count(chr(10), 0, m.start()) + 1} (Targets: verl {m.group(1)})")
+    if len(found) != 1:
+        return None
+    version, where = next(iter(found.items()))
+    return VerlVersion(verl_keys.release(version).version, where)
 
 
 def _project_folders(paths: Iterable[Path]) -> Iterator[Path]:
