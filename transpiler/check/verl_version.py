@@ -71,8 +71,8 @@ def _declared(paths: Iterable[Path]) -> Optional[VerlVersion]:
     for p in paths:
         if str(p) == "-" or not Path(p).is_file():
             continue
-        text = _read(Path(p))
-        m = _DECLARED.search(text[:8192]) if text else None
+        text = _read(Path(p)) or ""
+        m = _DECLARED.search(text[:8192])
         if m:
             found.setdefault(m.group(1), f"{_shown(Path(p))}:{text.count(chr(10), 0, m.start()) + 1} (Targets: verl {m.group(1)})")
     if len(found) != 1:
