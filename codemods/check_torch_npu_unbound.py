@@ -57,10 +57,11 @@ class TorchNpuUnbound(PythonRule):
         self._imports = 0
         self._attributes: set[int] = set()  # ids of names that are an attribute's name (`x.torch_npu`)
         self._lines: set[int] = set()
+        self._bound = False
 
     def visit_Module(self, node: cst.Module) -> None:
-        if _BINDS.search(self.ctx.text) is not None:
-            self._lines.add(-1)  # bound somewhere (the scout's question, on the whole text): nothing to judge
+        # Bound somewhere (the scout's question, on the whole text): nothing to judge.
+        self._bound = _BINDS.search(self.ctx.text) is not None
 
     # `from torch_npu.contrib import x` names the module, not the variable (the walk enters every node).
     def visit_ImportFrom(self, node: cst.ImportFrom) -> None:
@@ -81,7 +82,7 @@ class TorchNpuUnbound(PythonRule):
         self._attributes.add(id(node.attr))
 
     def visit_Name(self, node: cst.Name) -> None:
-        if node.value != "torch_npu" or -1 in self._lines or id(node) in self._attributes or self._imports:
+        if node.value != "torch_npu" or self._bound or id(node) in self._attributes or self._imports:
             return
         if self._annotations and self._lazy_annotations:
             return
