@@ -11,6 +11,7 @@ from typing import ClassVar, Optional
 import libcst as cst
 
 from npu_port.codemods._device_agnostic import DeviceAgnostic, LiteralOnly, parenthesized
+from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.analysis.positions import PositionFinder, PositionPolicy, string_leaves
 from npu_port.transpiler.analysis.project_devices import imports_from_project, project_function
 from npu_port.transpiler.core.cst_walk import transform
@@ -38,6 +39,7 @@ class StringPositionRule(LiteralOnly, PythonRule):
         self._held_args: dict[int, tuple] = {}  # id(original string) -> ("call", f, index, kw) | ("param", f, p)
         self._deferred: dict[int, tuple] = {}  # id(updated string) -> (key, new node, original node)
         self._returning: set[str] = set()  # the file's functions whose result is used in a position
+        self._expected: list[Optional[str]] = []  # per `with`: what an expected error quotes (visit_With)
 
     @staticmethod
     def new_text(text: str) -> Optional[str]:
@@ -271,7 +273,39 @@ class StringPositionRule(LiteralOnly, PythonRule):
             return None
         return node.with_changes(parts=[first.with_changes(value=new), *node.parts[1:]])
 
+    # -- a test's call and the error it expects ------------------------------------------------
+    def visit_With(self, node: cst.With) -> None:
+        # `with pytest.raises(E, match="... cuda:0 ...")` / `assertRaisesRegex(E, "...")`: the strings the
+        # expected error quotes (each literal's text, lower case), for the strings of the body.
+        items = [i.item for i in node.items]
+        if any(isinstance(i, cst.Call) and "aises" in (dotted_name(i.func) or "") for i in items):
+            quoted = " ".join(s.lower() for i in items for s in _strings_in(i))
+            self._expected.append(quoted)
+        else:
+            self._expected.append(None)
+
+    def leave_With(self, original: cst.With, updated: cst.With):
+        self._expected.pop()
+        return updated
+
+    def _quoted_by_expected_error(self, node) -> bool:
+        """The string's text appears in the message a surrounding `raises` expects: ported alone, the call
+        would raise with the NPU's spelling and the match would fail. The two go together, by hand."""
+        if not isinstance(node, cst.SimpleString):
+            return False
+        text = node.raw_value.lower()
+        if not any(e and re.search(rf"(?<![\w:]){re.escape(text)}(?![\w:])", e) for e in self._expected):
+            return False
+        self.report(node, f"{_text_of(node)} left as is: the error this test expects quotes it; ported alone, "
+                          "the call would name the NPU's and the expected message would not match",
+                    hint="port the call and the expected message together, by hand")
+        return True
+
     def _leave_string(self, original, updated):
+        key = id(original)
+        if self._expected and (key in self._marked or key in self._held_args or key in self._scopes[-1].held) \
+                and self._converted(original) is not None and self._quoted_by_expected_error(original):
+            return updated
         if id(original) in self._marked:
             new = self._converted(updated)
             if new is not None:
@@ -295,6 +329,21 @@ class StringPositionRule(LiteralOnly, PythonRule):
 
     def leave_FormattedString(self, original: cst.FormattedString, updated: cst.FormattedString):
         return self._leave_string(original, updated)
+
+
+def _strings_in(node: cst.CSTNode) -> list[str]:
+    """The text of every string literal under `node` (f-strings: their literal parts)."""
+    found: list[str] = []
+
+    class _Collect(cst.CSTVisitor):
+        def visit_SimpleString(self, n: cst.SimpleString) -> None:
+            found.append(n.raw_value)
+
+        def visit_FormattedStringText(self, n: cst.FormattedStringText) -> None:
+            found.append(n.value)
+
+    node.visit(_Collect())
+    return found
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from typing import Optional
 import libcst as cst
 
 from npu_port.codemods._torch_cuda_table import table_for
-from npu_port.transpiler.analysis.dispatch import code
+from npu_port.transpiler.analysis.dispatch import MOCKED_CUDA_NAME, code
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.analysis.literals import string_value, with_string_value
 from npu_port.transpiler.core.rules import PythonRule
@@ -22,8 +22,6 @@ _OBJECT_PATCHERS = ("patch.object", "mock.patch.object", "unittest.mock.patch.ob
                     "monkeypatch.setattr", "monkeypatch.delattr")
 
 
-# The torch.cuda names a test mocks: `torch.cuda, "name"` (object and attribute) or `torch.cuda.name"`.
-_MOCKED_NAME = re.compile(r"""torch\.cuda\s*,\s*["'](\w+)["']|torch\.cuda\.(\w+)["']""")
 # A mock of the device name that answers a GPU model: the code under test decides by the name (a table of
 # GPU models, a comparison), and torch-cuda-api leaves such a decision CUDA's (codemods/_device_name_uses.py).
 _GPU_NAME_MOCK = re.compile(r"""torch\.cuda(?:\s*,\s*["']|\.)get_device_name["'][^()]*?return_value\s*=\s*"""
@@ -54,8 +52,12 @@ class CudaMockTargets(PythonRule):
         mock, with the code, and so does every torch.cuda mock of a test function that mocks such a name
         (`is_available` beside `get_device_capability`: the code keeps that decision CUDA's as a whole), or
         that mocks `get_device_name` answering a GPU model (`"NVIDIA H100 80GB HBM3"`: the code decides by
-        the name, and torch-cuda-api leaves a table lookup of it CUDA's). A plain `setattr` or an assignment to torch.cuda is a shim, not a test's
-        stand-in, and stays.
+        the name, and torch-cuda-api leaves a table lookup of it CUDA's). A test function that mocks a
+        name and calls project code that keeps it (a module of the project that picks the device itself:
+        it also handles the NPU, so its CUDA test stays as written) is left whole, the mock with what it
+        expects of the CUDA path (`device.type == "cuda"`, `"nccl"`), with an info finding (engine:
+        analysis/dispatch, read across files). A plain `setattr` or an assignment to torch.cuda is a shim,
+        not a test's stand-in, and stays.
 
     Why:
         torch-cuda-api turns the code's `torch.cuda.device_count()` into `torch.npu.device_count()`. A
@@ -98,7 +100,7 @@ class CudaMockTargets(PythonRule):
         text = code(node)
         staying = None
         if "torch.cuda" in text:
-            for attribute, dotted in _MOCKED_NAME.findall(text):
+            for attribute, dotted in MOCKED_CUDA_NAME.findall(text):
                 name = attribute or dotted
                 if self.table.translate(_ROOT + name) is None:
                     staying = f"`{_ROOT + name}`, which has no NPU form"

@@ -36,7 +36,9 @@ class DeviceString(StringPositionRule):
         followed, and so are values that reach a position through the file's own functions: a parameter
         used as a device makes that argument of every call of the function, and its default, a position
         (`average(x, "cuda")` for `def average(x, dev): ... device=dev`; module-level functions called by
-        name, not methods). Code that picks a branch by device is left (docs/device-aware.md).
+        name, not methods). Code that picks a branch by device is left (docs/device-aware.md), and so is a
+        device that the error a test expects quotes (`with pytest.raises(E, match="no device cuda:1")`),
+        with a warning: the call and the expected message go together (the same for every string rule).
 
     Why:
         The same text in a log message, docstring, comment, path (`runs/cuda_exp/ckpt.pt`), URL or user

@@ -23,6 +23,7 @@ import libcst as cst
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.analysis.npu_patching import framework_project, patched_by
 from npu_port.transpiler.analysis.positions import setting_lookup
+from npu_port.transpiler.analysis.project_devices import kept_cuda_calls
 from npu_port.transpiler.core.report import Severity
 
 
@@ -74,6 +75,8 @@ _CUDA_TEST = re.compile(r"""(?:==|!=|\bin\b)\s*["']cuda["']|["']cuda["']\s*(?:==
 # Device names a mapping expression translates between.
 _DEVICE_NAME = re.compile(r"^(?:cuda|cpu|gpu|npu|hip|xpu|mps|rocm|musa|mlu)$")
 _REGISTER = re.compile(r"regist", re.I)
+# A test's mock of a torch.cuda function: `torch.cuda, "name"` (object and attribute) or `"...torch.cuda.name"`.
+MOCKED_CUDA_NAME = re.compile(r"""torch\.cuda\s*,\s*["'](\w+)["']|torch\.cuda\.(\w+)["']""")
 _DEVICE_KEYWORDS = frozenset({"device", "devices", "device_name", "device_type"})
 # Keywords of other libraries' options that mean CUDA itself (mergekit's MergeOptions(cuda=...)).
 _CUDA_FLAGS = frozenset({"cuda", "use_cuda", "gpu", "use_gpu", "on_gpu"})
@@ -127,6 +130,7 @@ class FileDispatch:
     selects_npu: bool  # it picks the NPU at run time (an NPU predicate, an imported device resolver)
     module_by_name: bool  # it looks up torch's device module by a run-time name: getattr(torch, name)
     rocm_variables: bool  # it names HIP_VISIBLE_DEVICES or ROCR_VISIBLE_DEVICES
+    cuda_mocks: bool  # it mocks a torch.cuda function (a test)
     text: str = field(repr=False, compare=False)  # for compared_with_npu, computed when first asked
     # Names the file imports from its own project that already answer the NPU's name on an NPU (a device
     # constant or resolver defined in another module: analysis/project_devices): comparing them is dispatch.
@@ -138,6 +142,12 @@ class FileDispatch:
         """Why the whole module is NPU code already, or "": asked only where a rule would change or report
         something (the project-wide part reads other files)."""
         return npu_framework_reason(self.path, self.text)
+
+    @cached_property
+    def kept_cuda_calls(self) -> dict[str, frozenset[str]]:
+        """Names this test imports from its project, each with the torch.cuda functions its module calls while
+        picking the device itself (analysis/project_devices): asked only of a file that mocks one."""
+        return kept_cuda_calls(self.path, self.text) if self.cuda_mocks else {}
 
     @classmethod
     def of(cls, path: str, text: str, resolvers: frozenset[str] = frozenset()) -> FileDispatch:
@@ -158,7 +168,8 @@ class FileDispatch:
                    nvidia_tests=_found_at(_NVIDIA_TEST, text, _NVIDIA_TEST_STARTS),
                    registry=_REGISTER.search(text) is not None,
                    cuda_flags=_found_at(_CUDA_FLAG, text, ("cuda", "gpu", "use_cuda", "use_gpu")),
-                   nvidia_stack=stack, rocm_variables=_found_at(_ROCM_VARIABLES, text, _ROCM_STARTS), text=text)
+                   nvidia_stack=stack, rocm_variables=_found_at(_ROCM_VARIABLES, text, _ROCM_STARTS), text=text,
+                   cuda_mocks="torch.cuda" in text and MOCKED_CUDA_NAME.search(text) is not None)
 
     @cached_property
     def compared_with_npu(self) -> frozenset[str]:
@@ -506,9 +517,13 @@ def guards_below(node: cst.CSTNode, shapes: FileDispatch, resolve) -> list[tuple
         if shapes.cuda_flags:
             out += [(v, THIRD_PARTY_CUDA_FLAG) for v in _cuda_flag_values(node, resolve)]  # type: ignore[arg-type]
         return out
+    fn: cst.FunctionDef = node  # type: ignore[assignment]
+    if shapes.cuda_mocks and shapes.kept_cuda_calls:
+        tested = _tested_dispatch(fn, shapes.kept_cuda_calls)
+        if tested is not None:
+            return [(fn, tested)]
     if not (shapes.module_by_name or shapes.nvidia_tests or shapes.npu_code or shapes.registry):
         return out
-    fn: cst.FunctionDef = node  # type: ignore[assignment]
     # The body is rendered (once: `code` keeps it) only where the file's text holds what is searched for.
     if shapes.module_by_name and _TORCH_GETATTR.search(code(fn.body)):
         out.append((fn.body, DEVICE_MODULE_RESOLVER))
@@ -517,6 +532,21 @@ def guards_below(node: cst.CSTNode, shapes: FileDispatch, resolve) -> list[tuple
     if shapes.npu_code or shapes.registry:
         out += _dispatch_parameter_defaults(fn, shapes)
     return out
+
+
+def _tested_dispatch(fn: cst.FunctionDef, kept: dict[str, frozenset[str]]) -> Optional[Guard]:
+    """A test that mocks a torch.cuda function and calls project code that keeps it (code that picks the
+    device itself): the mock drives the CUDA path, which the port keeps, so the mock and what the test
+    expects of that path (`device.type == "cuda"`, `"nccl"`) are one decision with it and stay."""
+    text = code(fn)
+    mocked = {a or d for a, d in MOCKED_CUDA_NAME.findall(text)}
+    for local in sorted(kept):
+        both = sorted(mocked & kept[local])
+        if both and re.search(rf"(?<![\w.]){re.escape(local)}\b", text):
+            return Guard(f"this test mocks `torch.cuda.{both[0]}` to drive `{local}`, project code that picks the "
+                         "device itself (it also handles the NPU) and keeps that call: the mock and what the test "
+                         "expects of the CUDA path stay with it")
+    return None
 
 
 def _rocm_code(block: cst.BaseSuite) -> list[tuple[cst.CSTNode, Guard]]:

@@ -22,6 +22,7 @@ from functools import lru_cache
 from typing import Optional
 
 from npu_port.transpiler.analysis.project_modules import (
+    PROJECT_MARKERS,
     digest_of_read,
     module_text,
     package_root,
@@ -62,6 +63,41 @@ def imported_npu_values(path: str, text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+# A call of a torch.cuda function (`torch.cuda.is_available()`): what a test's mock of it reaches.
+_CUDA_CALLED = re.compile(r"\btorch\.cuda\.(\w+)\s*\(")
+
+
+def kept_cuda_calls(path: str, text: str) -> dict[str, frozenset[str]]:
+    """For each name that `text`, the file at `path`, imports from its own project, the torch.cuda functions
+    its defining module calls where that module also names the NPU in code: such a module picks the device
+    itself and its CUDA test stays as written (analysis/dispatch), so a test that mocks one of those
+    functions and calls the name drives that CUDA path, which the port keeps. Names whose module calls none
+    are left out."""
+    if not path or path.startswith("<") or "import" not in text:
+        return {}
+    found: dict[str, frozenset[str]] = {}
+    here = os.path.dirname(os.path.abspath(path))
+    for m in _FROM_IMPORT.finditer(text):
+        located = _locate(here, m.group(1), m.group(2))
+        if located is None:
+            continue
+        root, qualified = located
+        for name, alias in _aliases(m.group(3)):
+            module = f"{qualified}.{name}" if qualified else name
+            source = module_text(root, module)  # `from pkg import device`: the module itself
+            if source is None:
+                defined = _definition(root, qualified, name, _DEPTH)  # a def, through re-exports
+                source = defined[1] if defined is not None else None
+            if source is None or "torch.cuda" not in source:
+                continue
+            code = "".join(line.split("#", 1)[0] + "\n" for line in source.splitlines())
+            if _NPU_CODE.search(code):
+                calls = frozenset(_CUDA_CALLED.findall(code))
+                if calls:
+                    found[alias] = calls
+    return found
+
+
 def _locate(here: str, dots: str, module: str) -> Optional[tuple[str, str]]:
     """(root, dotted module under root) of an import's module inside the project, or None where it is not
     one of the project's (a library, or a file outside any package)."""
@@ -80,7 +116,22 @@ def _locate(here: str, dots: str, module: str) -> Optional[tuple[str, str]]:
         return folder, ".".join(parts + ([module] if module else []))
     if not module:
         return None
-    root = package_root(os.path.join(here, "x.py"), module.split(".", 1)[0])
+    top = module.split(".", 1)[0]
+    root = package_root(os.path.join(here, "x.py"), top)
+    if root is not None and module_text(root, module) is not None:
+        return root, module
+    # A test tree that mirrors the package's name (tests/torchtune/utils/test_x.py importing
+    # torchtune.utils.x): Python finds the package beside it, at the folder the tests run from.
+    folder = here
+    while True:
+        if os.path.isfile(os.path.join(folder, top, "__init__.py")) and module_text(folder, module) is not None:
+            return folder, module
+        if any(os.path.exists(os.path.join(folder, m)) for m in PROJECT_MARKERS):
+            break
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            break
+        folder = parent
     return (root, module) if root is not None else None
 
 
