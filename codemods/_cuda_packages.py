@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from functools import cache
 from typing import Optional
 
+from npu_port.transpiler.analysis.project_pins import admits_from
 from npu_port.transpiler.tables.mapping import available_targets, load_table
 
 # PEP 508: the name, then extras, a version, `@ url` or `; marker`.
@@ -20,7 +21,7 @@ _CONDA = re.compile(r"\s*(?:[A-Za-z0-9_.-]+::)?([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?
 
 # Words one of the table's names holds (any case): a file without one declares none of them.
 TRIGGER_PATTERN = (r"(?i)cupy|flash|bitsandbytes|xformers|apex|liger|mamba|causal|transformer|nvidia|triton"
-                   r"|pynvml|pycuda|tensorrt|pytorch|cuda|nccl|cudnn|unsloth")
+                   r"|pynvml|pycuda|tensorrt|pytorch|cuda|nccl|cudnn|unsloth|vllm")
 
 
 @dataclass(frozen=True)
@@ -31,6 +32,7 @@ class PackageRow:
     replacement: str = ""
     only_with: str = ""  # images: reported only when the tag contains this
     from_source: str = ""  # the release from which a build from source runs on Ascend (the PyPI wheel does not)
+    ascend_from: str = ""  # the first release that runs on Ascend: only a requirement that rules it out is reported
 
     def matches(self, name: str) -> bool:
         if self.name.endswith("*"):
@@ -45,7 +47,7 @@ def normalise(name: str) -> str:
 
 def _rows(raw: list[dict]) -> tuple[PackageRow, ...]:
     return tuple(PackageRow(r["name"], r["what"], r["hint"], r.get("replacement", ""), r.get("only_with", ""),
-                            str(r.get("from_source", ""))) for r in raw)
+                            str(r.get("from_source", "")), str(r.get("ascend_from", ""))) for r in raw)
 
 
 @cache
@@ -94,8 +96,17 @@ def match_requirement(target: str, text: str) -> Optional[tuple[str, PackageRow]
         return None
     for row in package_rows(target):
         if row.matches(name):
-            return name, row
+            return (name, row) if _ruled_out(row, text) else None
     return None
+
+
+def _ruled_out(row: PackageRow, text: str) -> bool:
+    """A row with a first Ascend release matches only a requirement whose versions all come before it."""
+    if not row.ascend_from:
+        return True
+    spec = text.split(";", 1)[0]
+    m = _REQUIREMENT.match(spec)
+    return not admits_from(spec[m.end(1):] if m else spec, row.ascend_from)
 
 
 def match_conda(target: str, spec: str) -> Optional[tuple[str, PackageRow]]:
@@ -106,7 +117,7 @@ def match_conda(target: str, spec: str) -> Optional[tuple[str, PackageRow]]:
     name = normalise(m.group(1))
     for row in (*conda_rows(target), *package_rows(target)):
         if row.matches(name):
-            return name, row
+            return (name, row) if _ruled_out(row, spec) else None  # conda's single `=` pin is not read
     return None
 
 
@@ -138,6 +149,8 @@ def switch_keys() -> tuple[str, ...]:
 def message(row: PackageRow, text: str) -> str:
     """One line for a dependency that has no Ascend build."""
     instead = f"; depend on {row.replacement} instead" if row.replacement else ""
+    if row.ascend_from:
+        return f"{row.what}: `{text}` accepts no release from {row.ascend_from} on, the first that runs on Ascend{instead}"
     if row.from_source:
         return (f"{row.what}: `{text}` has no Ascend build on PyPI (from {row.from_source} it builds for Ascend from "
                 f"source){instead}")

@@ -23,6 +23,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Optional
 
+from npu_port.transpiler.analysis.project_devices import imported_project_packages
 from npu_port.transpiler.analysis.project_modules import digest_of_read, record_reads
 
 _MAX_FILES = 5000
@@ -181,21 +182,24 @@ class Blocker:
     kind: str  # "spread": num_gpus in a dict spread into Ray options; "bundle": a GPU bundle placed elsewhere
 
 
-def ray_resource_blockers(path: str, target: str) -> tuple[Blocker, ...]:
-    """Each site of the project of `path` that asks Ray for GPUs in a way no rule converts. Empty outside a
-    real file."""
+def ray_resource_blockers(path: str, target: str, text: str = "") -> tuple[Blocker, ...]:
+    """Each site of the project of `path` that asks Ray for GPUs in a way no rule converts: in its own package
+    (or folder), and in the project's packages `text`, the file's code, imports (a test of `verl` outside
+    it places its actors in verl's resource pools). Empty outside a real file."""
     if not path or path.startswith("<") or not os.path.isfile(path):
         return ()
     folder = _project_dir(path)
-    in_package = os.path.isfile(os.path.join(folder, "__init__.py"))
-    base = os.path.dirname(folder) if in_package else folder
+    folders = [(folder, os.path.isfile(os.path.join(folder, "__init__.py")))]
+    folders += [(f, True) for f in imported_project_packages(path, text) if f != folder]
     found: list[Blocker] = []
     reads: dict[str, str] = {}
-    for file in _python_files(folder, recurse=in_package):
-        digest = digest_of_read(file)
-        reads[file] = digest
-        for line, kind in _file_blockers(file, digest, target):
-            found.append(Blocker(file, f"{os.path.relpath(file, base)}:{line}", line, kind))
+    for top, in_package in folders:
+        base = os.path.dirname(top) if in_package else top
+        for file in _python_files(top, recurse=in_package):
+            digest = digest_of_read(file)
+            reads[file] = digest
+            for line, kind in _file_blockers(file, digest, target):
+                found.append(Blocker(file, f"{os.path.relpath(file, base)}:{line}", line, kind))
     record_reads(reads)
     return tuple(found)
 

@@ -69,7 +69,7 @@ class RayBundleGpuAsk(PythonRule):
             return updated
         here = os.path.abspath(self.ctx.path) if self.ctx.path else ""
         asks = [f"line {b.line}" if b.path == here else b.shown
-                for b in ray_resource_blockers(self.ctx.path, self.ctx.target) if b.kind == "spread"]
+                for b in ray_resource_blockers(self.ctx.path, self.ctx.target, self.ctx.text) if b.kind == "spread"]
         if not asks and "num_gpus" in self.ctx.text:  # the file alone (no project on disk): its own requests
             try:
                 asks = [f"line {line}" for line in spread_lines(ast.parse(self.ctx.text))]

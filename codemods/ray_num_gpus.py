@@ -187,7 +187,7 @@ class RayNumGpus(PythonRule):
     def _blocked(self) -> bool:
         """The project asks Ray for GPUs somewhere no rule converts: its resource set stays whole."""
         if self._blockers is None:
-            self._blockers = ray_resource_blockers(self.ctx.path, self.ctx.target)
+            self._blockers = ray_resource_blockers(self.ctx.path, self.ctx.target, self.ctx.text)
         return bool(self._blockers)
 
     def _here(self) -> str:

@@ -80,7 +80,7 @@ class RayResourceKeys(PythonRule):
 
     def visit_Module(self, node: cst.Module) -> None:
         self._bundle_names = _names_passed_as_bundles(self.ctx.text, self.table)
-        self._blockers = ray_resource_blockers(self.ctx.path, self.ctx.target)
+        self._blockers = ray_resource_blockers(self.ctx.path, self.ctx.target, self.ctx.text)
         here = os.path.abspath(self.ctx.path) if self.ctx.path else ""
         others = tuple(b for b in self._blockers if b.path != here)
         for b in self._blockers:

@@ -67,3 +67,35 @@ def test_a_cached_result_is_not_used_once_a_file_it_read_changes(tmp_path):
     assert 'if DEVICE_TYPE == "npu":\n        torch.npu.reset_peak_memory_stats()' in second
     fresh = _convert(src, tmp_path / "fresh", tmp_path / "cache2")
     assert second == fresh
+
+
+def test_a_tests_mirror_of_the_package_name_finds_the_package_beside_it(tmp_path):
+    # tests/pkg/ (a package named like the project's) must not hide pkg/ from the test's imports.
+    _write(tmp_path, {
+        "pyproject.toml": "",
+        "pkg/__init__.py": "",
+        "pkg/dev.py": "def name():\n    return 'npu' if is_npu_available() else 'cuda'\n",
+        "tests/__init__.py": "",
+        "tests/pkg/__init__.py": "",
+        "tests/pkg/test_dev.py": "from pkg.dev import name\n",
+    })
+    test = tmp_path / "tests" / "pkg" / "test_dev.py"
+    assert imported_npu_values(str(test), test.read_text()) == {"name"}
+
+
+def test_code_for_a_vllm_release_before_vllm_ascend_is_left_whole(tmp_path):
+    from npu_port.codemods._cuda_packages import package_rows
+    from npu_port.transpiler.analysis.dispatch import FIRST_ASCEND_VLLM
+    from npu_port.transpiler.analysis.project_pins import release
+
+    row = next(r for r in package_rows("ascend") if r.name == "vllm")
+    assert release(row.ascend_from) == FIRST_ASCEND_VLLM  # one fact, read by the pin rule and the adapters
+    worker = "import torch\n\n\ndef init(rank):\n    torch.cuda.set_device(rank)\n"
+    _write(tmp_path, {"verl/third_party/vllm/vllm_v_0_6_3/worker.py": worker,
+                      "verl/third_party/vllm/vllm_v_0_7_3/worker.py": worker})
+    out = tmp_path / "out"
+    result = CliRunner().invoke(cli, ["convert", str(tmp_path / "verl"), "--out", str(out), "-j", "1", "--no-cache"])
+    assert result.exit_code == 0, result.output
+    assert (out / "third_party/vllm/vllm_v_0_6_3/worker.py").read_text() == worker
+    assert "torch.npu.set_device" in (out / "third_party/vllm/vllm_v_0_7_3/worker.py").read_text()
+    assert "written for vLLM 0.6.3" in result.output

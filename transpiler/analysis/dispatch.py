@@ -115,6 +115,12 @@ def npu_framework_file(path: str, code: str) -> bool:
 
 
 _NVIDIA_STACK_PATH = re.compile(r"(?:^|[/_.-])(nccl|nixl|trtllm|tensorrt)(?:[/_.-]|$)", re.I)
+# Adapters written for one vLLM release, named for it (VERL before 0.3: verl/third_party/vllm/vllm_v_0_6_3/):
+# vLLM runs on Ascend through vllm-ascend, whose first release plugs into vLLM 0.7.1 (the vllm row of
+# codemods/data/ascend/cuda_only_packages.yaml, which reports such a pin; a test keeps the two equal). Code for
+# an older vLLM drives that vLLM's CUDA worker and has no NPU counterpart to be ported to.
+_VLLM_RELEASE_PATH = re.compile(r"(?:^|/)vllm_v_?(\d+)_(\d+)(?:_(\d+))?/")
+FIRST_ASCEND_VLLM = (0, 7, 1)
 
 
 @dataclass(frozen=True)
@@ -162,6 +168,12 @@ class FileDispatch:
             name = _NVIDIA_STACK_PATH.search(path.replace("\\", "/").rsplit("/", 1)[-1])
             if name:
                 stack = f"its name says {name.group(1)}"
+        if not stack and "vllm_v" in path:
+            release = _VLLM_RELEASE_PATH.search(path.replace("\\", "/"))
+            version = tuple(int(v or 0) for v in release.groups()) if release else None
+            if version is not None and version < FIRST_ASCEND_VLLM:
+                stack = (f"it is written for vLLM {'.'.join(map(str, version))}, as its folder says, which no "
+                         "vllm-ascend release supports")
         return cls(module_by_name=_found_at(_TORCH_GETATTR, text, ("getattr(",)), path=path,
                    selects_npu=bool(resolvers) or selects_npu_at_run_time(text), npu=npu, resolvers=resolvers,
                    npu_code=npu and _found_at(_NPU_CODE, text, _NPU_CODE_STARTS),

@@ -32,6 +32,7 @@ from npu_port.transpiler.analysis.project_modules import (
 
 # One `from M import a, b as c` (parenthesised or not) or `import a.b as c` at the start of a line.
 _FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)", re.M)
+_PLAIN_IMPORT = re.compile(r"^[ \t]*import[ \t]+([\w.]+)", re.M)
 _IMPORT_AS = re.compile(r"^[ \t]*import[ \t]+([\w.]+)[ \t]+as[ \t]+(\w+)", re.M)
 # The NPU named by code: torch.npu, torch_npu, an is_*npu* predicate, an "npu"/"hccl" value.
 _NPU_CODE = re.compile(r"""\btorch\.npu\b|\btorch_npu\b|\bis_\w*npu\w*|["'](?:npu|NPU|hccl|HCCL)(?::[^"'\n]*)?["']""")
@@ -95,6 +96,24 @@ def kept_cuda_calls(path: str, text: str) -> dict[str, frozenset[str]]:
                 calls = frozenset(_CUDA_CALLED.findall(code))
                 if calls:
                     found[alias] = calls
+    return found
+
+
+def imported_project_packages(path: str, text: str) -> list[str]:
+    """The folders of the project's top-level packages that `text`, the file at `path`, imports from by an
+    absolute import (found as _locate finds them), in order of first import."""
+    if not path or path.startswith("<") or "import" not in text:
+        return []
+    here = os.path.dirname(os.path.abspath(path))
+    found: list[str] = []
+    modules = [m.group(2) for m in _FROM_IMPORT.finditer(text) if not m.group(1)]
+    modules += [m.group(1) for m in _PLAIN_IMPORT.finditer(text)]
+    for module in modules:
+        located = _locate(here, "", module) if module else None
+        if located is not None:
+            folder = os.path.join(located[0], module.split(".", 1)[0])
+            if os.path.isdir(folder) and folder not in found:
+                found.append(folder)
     return found
 
 

@@ -111,6 +111,27 @@ def lower_bound(spec: str) -> Optional[str]:
     return min(bounds, key=release) if bounds else None
 
 
+def admits_from(spec: str, version: str) -> bool:
+    """Whether a version specifier accepts some release at or after `version` (`<=0.6.3` and `==0.5.4` do
+    not accept 0.7.1; `>=0.6`, `<0.9` and none do). Only upper bounds and exact pins can rule it out."""
+    floor = release(version)
+    for op, value in re.findall(r"(===|==|<=|<|~=)\s*([0-9][0-9A-Za-z.*+]*)", spec):
+        bound = release(value.replace("*", ""))
+        if op in ("==", "===") and value.endswith("*"):
+            if bound < floor[:len(bound)]:
+                return False
+        elif op in ("==", "===", "<="):
+            if bound < floor:
+                return False
+        elif op == "<":
+            if bound <= floor:
+                return False
+        elif op == "~=":  # ~=0.6.1 is >=0.6.1, ==0.6.*
+            if bound[:-1] < floor[:len(bound) - 1]:
+                return False
+    return True
+
+
 def project_root(path: Path) -> Optional[Path]:
     """The nearest folder at or above `path` holding a dependency file; the walk stops at a git root."""
     here = path if path.is_dir() else path.parent

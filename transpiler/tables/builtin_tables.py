@@ -205,7 +205,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
         {'to_device': ['tensordict.*']},
     ),
     ('ascend', 'cuda_only_packages'): (
-        '12567808521e54d06a4426a0784df5c2',
+        'a7693b465f71f2b15bab11f889280122',
         {'rows': [{'name': 'cupy-cuda*',
                    'what': 'CuPy built for CUDA',
                    'hint': 'CuPy has no Ascend build; use torch tensors on the NPU (or NumPy on the host) and drop the '
@@ -251,6 +251,11 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                   {'name': 'unsloth-zoo',
                    'what': "Unsloth's companion kernels and patches",
                    'hint': 'no Ascend backend: it goes with unsloth; train with transformers and peft instead'},
+                  {'name': 'vllm',
+                   'what': 'vLLM (on Ascend through the vllm-ascend plugin)',
+                   'ascend_from': '0.7.1',
+                   'hint': 'move to a vLLM release that vllm-ascend supports (its versioning policy lists the pairs) and '
+                           'install the matching vllm-ascend'},
                   {'name': 'mamba-ssm',
                    'what': 'mamba_ssm (CUDA kernels)',
                    'hint': 'no Ascend build: use a pure PyTorch selective scan'},
