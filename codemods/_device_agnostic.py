@@ -61,8 +61,9 @@ def uses_vllm(ctx: PythonContext) -> bool:
 
 def framework_loads_torch_npu(ctx: PythonContext) -> bool:
     """verl (verl.utils.device) and vLLM (vllm-ascend's platform plugin) import torch_npu themselves where
-    it is installed: their files need no import of it."""
-    return uses_verl(ctx) or uses_vllm(ctx)
+    it is installed: their files need no import of it. A VERL tree without verl.utils.device (an old release,
+    a fork) has nothing that does."""
+    return (uses_verl(ctx) and verl_defines(ctx, _facts(ctx.target)["verl"]["helpers"])) or uses_vllm(ctx)
 
 
 class DeviceAgnostic:
@@ -108,9 +109,11 @@ class DeviceAgnostic:
                 cst.ComparisonTarget(cst.Equal(), cst.SimpleString('"npu"'))])
         return self._torch_expr('hasattr(torch, "npu")')
 
-    def device_type(self, *, available: bool = False) -> cst.BaseExpression:
-        """A str at run time: the accelerator's device type ("cuda" or "npu"); "cpu" where torch has no
-        accelerator, as PyTorch's own idiom says (`available`: the code has just checked there is one)."""
+    def device_type(self, *, available: bool = False, compared: bool = False) -> cst.BaseExpression:
+        """A str at run time: the accelerator's device type ("cuda" or "npu"); where torch has no accelerator
+        "cpu", as PyTorch's own idiom says, for a value, and None for an operand of `==` / `!=` (`compared`),
+        which must stay false on a CPU host as `x.type == "cuda"` was (`available`: the code has just
+        checked there is one)."""
         if self._verl:
             return cst.Call(self._verl_name("device_name"))
         if self._vllm:
@@ -118,8 +121,9 @@ class DeviceAgnostic:
         if self.has("current_accelerator"):
             if available:
                 return self._torch_expr("torch.accelerator.current_accelerator().type")
-            return self._torch_expr('torch.accelerator.current_accelerator().type '
-                                    'if torch.accelerator.is_available() else "cpu"')
+            otherwise = "None" if compared else '"cpu"'
+            return self._torch_expr(f"torch.accelerator.current_accelerator().type "
+                                    f"if torch.accelerator.is_available() else {otherwise}")
         return self.choose(cst.SimpleString('"npu"'), cst.SimpleString('"cuda"'))
 
     def device(self) -> cst.BaseExpression:

@@ -54,6 +54,9 @@ class DeviceString(StringPositionRule):
         x = x.to("cuda:0")   ->  x = x.to(f"{(torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else 'cpu')}:0")
         torch.device("cuda" if torch.cuda.is_available() else "cpu")
                              ->  torch.device(torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else "cpu")
+        x.device.type == "cuda"
+                             ->  x.device.type == (torch.accelerator.current_accelerator().type if torch.accelerator.is_available() else None)
+                                 (false on a CPU host, as before)
         (verl files: get_device_name(); torch older than 2.6: "npu" if hasattr(torch, "npu") else "cuda")
 
     Fix safety:
@@ -70,6 +73,7 @@ class DeviceString(StringPositionRule):
         super().__init__(ctx)
         self._checked = set()  # ids of strings whose conditional has checked for an accelerator
         self._takes_device: set[int] = set()  # ids of `device=` / `.to(...)` argument values
+        self._equated: set[int] = set()  # ids of `"cuda"` operands of == / != (not `in`, not "cuda:0")
 
     @staticmethod
     def new_text(text: str) -> Optional[str]:
@@ -79,7 +83,8 @@ class DeviceString(StringPositionRule):
         if id(node) in self._takes_device and isinstance(node, cst.SimpleString) and node.raw_value == "cuda" \
                 and agnostic.framework_device_module:
             return agnostic.device()  # verl writes device=get_device_id(), .to(get_device_id())
-        return agnostic_device(node, agnostic.device_type(available=id(node) in self._checked))
+        return agnostic_device(node, agnostic.device_type(available=id(node) in self._checked,
+                                                          compared=id(node) in self._equated))
 
     def visit_Call(self, node: cst.Call) -> None:
         super().visit_Call(node)
@@ -96,6 +101,12 @@ class DeviceString(StringPositionRule):
         if isinstance(func, cst.Attribute) and func.attr.value == "format" and isinstance(func.value, cst.SimpleString) \
                 and any(self._device_index(a.value) for a in node.args):
             self._mark([func.value], node)
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        super().visit_Comparison(node)
+        operands = (node.left, *(c.comparator for c in node.comparisons))
+        if all(isinstance(c.operator, (cst.Equal, cst.NotEqual)) for c in node.comparisons):
+            self._equated.update(id(o) for o in operands if isinstance(o, cst.SimpleString) and o.raw_value == "cuda")
 
     def visit_BinaryOperation(self, node: cst.BinaryOperation) -> None:
         super().visit_BinaryOperation(node)

@@ -125,6 +125,7 @@ class TensorCudaMethod(PythonRule):
 
     def __init__(self, ctx):
         super().__init__(ctx)
+        self._marks: dict[int, tuple[int, int]] = {}  # id(`.cuda(...)` call) -> the notes' mark at its visit
         self._to_device = tuple(load_table(ctx.target, "cuda_method_receivers")["to_device"])
         self._built: list[set[str]] = [set()]  # per scope: names assigned from such a class's call
         self._torch: list[set[str]] = [set()]  # per scope: names known to hold a torch tensor or module
@@ -199,7 +200,24 @@ class TensorCudaMethod(PythonRule):
                     else:
                         known.discard(name)
 
+    def visit_Call(self, node: cst.Call) -> None:
+        if node.args and isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda":
+            self._marks[id(node)] = self.ctx.mark()
+
     def leave_Call(self, original: cst.Call, updated: cst.Call):
+        result = self._method(original, updated)
+        mark = self._marks.pop(id(original), None)
+        if (mark is not None and isinstance(result, cst.Call) and isinstance(result.func, cst.Attribute)
+                and result.func.attr.value == "cuda" and not result.deep_equals(original)):
+            # `.cuda(torch.cuda.current_device())` left as `.cuda`: its device argument goes with it, or the
+            # call would move the object to CUDA's device numbered by the NPU's index (or fail on the NPU).
+            self.ctx.withdraw_changes(mark)
+            self.report(original, "left whole: this `.cuda(...)` stays, so its device argument stays with it",
+                        severity="info")
+            return original
+        return result
+
+    def _method(self, original: cst.Call, updated: cst.Call):
         func = updated.func
         if (isinstance(func, cst.Attribute) and func.attr.value == "cuda"
                 and not self._is_module(cast(cst.Attribute, original.func).value)):

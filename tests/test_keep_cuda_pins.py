@@ -146,3 +146,21 @@ def test_no_pin_means_the_oldest_torch_npu_release(tmp_path):
     assert result.exit_code == 0, result.output
     assert "torch 2.1 (no torch, vllm or verl pin found near the inputs" in result.stderr
     assert missing_names(result.stdout, "2.1") == [] and "torch.accelerator" not in result.stdout
+
+
+def test_the_forks_tests_outside_its_package_read_the_forks_verl(tmp_path):
+    # tests/ lies beside the fork's verl/, not in it: the fork's tree still decides (no verl.utils.device).
+    texts, _ = _convert(tmp_path, "verl_fork")
+    assert "verl.utils.device" not in texts["tests/test_worker.py"]
+    assert "torch.cuda.synchronize()" not in texts["tests/test_worker.py"]
+
+
+def test_a_cuda_call_left_as_is_keeps_its_device_argument(tmp_path):
+    (tmp_path / ".git").mkdir()
+    source = "import torch\n\n\ndef place(m):\n    m.cuda(torch.cuda.current_device())\n"
+    (tmp_path / "place.py").write_text(source)
+    result = CliRunner().invoke(cli, ["convert", str(tmp_path / "place.py"), "--keep-cuda", "--isolated",
+                                      "--torch-version", "2.4"])
+    assert result.exit_code == 0, result.output
+    assert "m.cuda(torch.cuda.current_device())" in result.stdout
+    assert "left whole: this `.cuda(...)` stays" in result.stderr

@@ -22,10 +22,10 @@ from functools import lru_cache
 from typing import Optional
 
 from npu_port.transpiler.analysis.project_modules import (
-    PROJECT_MARKERS,
     digest_of_read,
     module_text,
     package_root,
+    project_root_of,
     record_reads,
     recording_reads,
 )
@@ -135,22 +135,7 @@ def _locate(here: str, dots: str, module: str) -> Optional[tuple[str, str]]:
         return folder, ".".join(parts + ([module] if module else []))
     if not module:
         return None
-    top = module.split(".", 1)[0]
-    root = package_root(os.path.join(here, "x.py"), top)
-    if root is not None and module_text(root, module) is not None:
-        return root, module
-    # A test tree that mirrors the package's name (tests/torchtune/utils/test_x.py importing
-    # torchtune.utils.x): Python finds the package beside it, at the folder the tests run from.
-    folder = here
-    while True:
-        if os.path.isfile(os.path.join(folder, top, "__init__.py")) and module_text(folder, module) is not None:
-            return folder, module
-        if any(os.path.exists(os.path.join(folder, m)) for m in PROJECT_MARKERS):
-            break
-        parent = os.path.dirname(folder)
-        if parent == folder:
-            break
-        folder = parent
+    root = project_root_of(os.path.join(here, "x.py"), module)
     return (root, module) if root is not None else None
 
 

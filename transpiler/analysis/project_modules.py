@@ -152,11 +152,32 @@ def in_checkout_of(path: str, top: str) -> bool:
     return _holds_package_above(os.path.dirname(os.path.abspath(path)), top)
 
 
+def project_root_of(path: str, module: str) -> Optional[str]:
+    """The folder the project's `module` is imported from by the file `path`: the package the file lies in,
+    or, for a file outside it (tests/, recipes/, scripts/, a tests/ tree that mirrors the package's name),
+    the nearest folder above it, up to the project's root, that holds the package with that module; None
+    where the project has no such package (an installed library). Recorded as read (recording_reads)."""
+    top = module.split(".", 1)[0]
+    root = package_root(path, top)
+    if root is not None and module_text(root, module) is not None:
+        return root
+    folder = os.path.dirname(os.path.abspath(path))
+    while True:
+        if os.path.isfile(os.path.join(folder, top, "__init__.py")) and folder != root:
+            return folder
+        if any(os.path.exists(os.path.join(folder, m)) for m in PROJECT_MARKERS):
+            return root
+        parent = os.path.dirname(folder)
+        if parent == folder:
+            return root
+        folder = parent
+
+
 def project_defines(path: str, module: str, names: tuple[str, ...]) -> Optional[bool]:
     """Whether the project that the file `path` belongs to defines `module` with every one of `names`.
-    None where the file is not part of a package named like the module's top (`verl` for verl.utils.device):
-    the project then uses the installed framework, whose version decides (its pin)."""
-    root = package_root(path, module.split(".", 1)[0])
+    None where the project has no package named like the module's top (`verl` for verl.utils.device): it
+    then uses the installed framework, whose version decides (its pin)."""
+    root = project_root_of(path, module)
     if root is None:
         return None
     text = module_text(root, module)
