@@ -1,5 +1,4 @@
 import torch
-
 from verl.workers.fsdp_worker import build
 
 
