@@ -21,7 +21,9 @@ class ShellNvidiaSmi(ShellRule):
     What it does:
         A bare `nvidia-smi` (no arguments, output not piped or captured; redirections to /dev/null
         are fine) becomes `npu-smi info`, and `command -v nvidia-smi` / `which nvidia-smi` /
-        `type nvidia-smi` look for `npu-smi`. Every other use (`--query-gpu`, `-L`, a pipe into
+        `type nvidia-smi` look for `npu-smi`, unless the `if` it tests goes on to use nvidia-smi in a way that stays
+        (a path such as /usr/bin/nvidia-smi, a name kept in a variable, parsed output): the lookup finds
+        the tool that use runs, so both stay, reported. Every other use (`--query-gpu`, `-L`, a pipe into
         grep/wc/awk, `$(nvidia-smi ...)`, `watch nvidia-smi`) is reported.
 
     Why:
@@ -58,6 +60,7 @@ class ShellNvidiaSmi(ShellRule):
         tool = replacement.split()[0]
         setup = CUDA_SETUP.search(self.ctx.text)
         setup_line = self.ctx.text.count("\n", 0, setup.start()) + 1 if setup else 0
+        kept = self._kept_uses(script)
         for cmd in script.commands:
             i, _ = cmd.argv()
             if i >= len(cmd.words):
@@ -82,7 +85,12 @@ class ShellNvidiaSmi(ShellRule):
                                 "output", hint=table["hint"])
             elif prog in LOOKUPS:
                 for arg in args:
-                    if arg.value == "nvidia-smi":
+                    linked = self._linked_use(arg.start, kept) if arg.value == "nvidia-smi" and kept else None
+                    if linked is not None:
+                        self.report(arg.start, f"this looks for nvidia-smi, which line {linked} still uses as written (a "
+                                    "path, a variable or parsed output): renamed alone, the check would gate that use "
+                                    f"on {tool}; left as is", hint=table["hint"])
+                    elif arg.value == "nvidia-smi":
                         self.change(arg.start, arg.end, tool, f"{prog} nvidia-smi -> {prog} {tool}",
                                     quote=cmd.quote, scope=scope, portable=self._probed(cmd, "SMI", quoted=True))
             elif prog not in TEXT_COMMANDS:
@@ -90,6 +98,35 @@ class ShellNvidiaSmi(ShellRule):
                     if arg.value == "nvidia-smi":
                         self.report(arg.start, f"{prog} runs nvidia-smi; Ascend has npu-smi ({replacement})",
                                     hint=table["hint"])
+
+    def _kept_uses(self, script: Script) -> list[int]:
+        """The lines of the uses of nvidia-smi that stay as written (a path such as /usr/bin/nvidia-smi, a
+        name kept in a variable, `nvidia-smi -L` and other parsed output)."""
+        found = []
+        for cmd in script.commands:
+            i, _ = cmd.argv()
+            prog = cmd.program() if i < len(cmd.words) else None
+            if prog in TEXT_COMMANDS or prog in LOOKUPS or in_probe_line(script, cmd.start):
+                continue
+            for n, word in enumerate(cmd.words):
+                bare = n == i and prog == "nvidia-smi" and len(cmd.words) == i + 1 and not cmd.output_consumed
+                if "nvidia-smi" in self.ctx.text[word.start:word.end] and not bare:
+                    found.append(self.ctx.text.count("\n", 0, word.start) + 1)
+        return found
+
+    def _linked_use(self, at: int, kept: list[int]) -> Optional[int]:
+        """A kept use that the lookup at offset `at` decides: on its own line, or inside the `if` / `elif`
+        statement whose test it is (up to its `fi`). A lookup and such a use are one decision: the lookup
+        finds the tool that use runs."""
+        lines = self.ctx.text.splitlines()
+        first = self.ctx.text.count("\n", 0, at) + 1
+        line = lines[first - 1]
+        last = first
+        if re.match(r"\s*(?:el)?if\b", line):
+            indent = len(line) - len(line.lstrip())
+            last = next((k for k in range(first + 1, len(lines) + 1) if re.match(r"\s*fi\b", lines[k - 1])
+                         and len(lines[k - 1]) - len(lines[k - 1].lstrip()) <= indent), len(lines))
+        return next((k for k in kept if first <= k <= last), None)
 
     def _probed(self, cmd: Command, name: str, *, quoted: bool = False) -> Callable[[], Optional[str]]:
         def form() -> Optional[str]:
