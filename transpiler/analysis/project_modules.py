@@ -155,8 +155,9 @@ def in_checkout_of(path: str, top: str) -> bool:
 def project_root_of(path: str, module: str) -> Optional[str]:
     """The folder the project's `module` is imported from by the file `path`: the package the file lies in,
     or, for a file outside it (tests/, recipes/, scripts/, a tests/ tree that mirrors the package's name),
-    the nearest folder above it, up to the project's root, that holds the package with that module; None
-    where the project has no such package (an installed library). Recorded as read (recording_reads)."""
+    the nearest folder above it, up to the project's root, that holds the package (whether or not it has
+    that module: a fork without verl/utils/device.py still answers for itself); None where the project has
+    no such package (an installed library). Recorded as read (recording_reads)."""
     top = module.split(".", 1)[0]
     root = package_root(path, top)
     if root is not None and module_text(root, module) is not None:
