@@ -8,9 +8,11 @@ from typing import Optional
 
 import libcst as cst
 
-from npu_port.codemods.unsupported_cuda_libs import compiled_extension_row, library_rows, match_library
-from npu_port.transpiler.analysis.dispatch import SAYS_NPU, code, says_cuda
+from npu_port.codemods.unsupported_cuda_libs import compiled_extension_row, cuda_only_kernel_import, library_rows
+from npu_port.transpiler.analysis.dispatch import SAYS_NPU, code, npu_framework_file, says_cuda
 from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.analysis.kernels import kernel_functions
+from npu_port.transpiler.analysis.project_devices import imports_from_project
 from npu_port.transpiler.core.rules import PythonRule
 
 # An assert that admits an NPU tensor: `.is_npu`, which convert never writes into an assert (it leaves
@@ -20,20 +22,6 @@ from npu_port.transpiler.core.rules import PythonRule
 _ADMITS_NPU = re.compile(r"\.is_npu\b")
 _REFUSES_NON_NPU = re.compile(r"""!=\s*["']npu["']|^\s*not\s+[\w.\[\]()]+\.is_npu\s*$""")
 # A message that still demands CUDA (and says nothing of the NPU): the guard was renamed, its reason was not.
-# Triton kernels compile for the NPU with triton-ascend; its rows are no proof that a file is CUDA-only.
-_PORTABLE_KERNEL_TOPS = frozenset({"triton"})
-
-
-def cuda_only_kernel_import(target: str, module: str) -> Optional[str]:
-    """What unsupported-cuda-libs knows `module` to be, where it is a CUDA-only kernel library (CuTe, CUTLASS,
-    cuda.bindings, CuPy, a `*_cuda` extension; not Triton, which triton-ascend compiles, nor a host-side
-    info row), else None."""
-    row = match_library(target, module)
-    if row is None or row.severity == "info" or module.split(".", 1)[0] in _PORTABLE_KERNEL_TOPS:
-        return None
-    return row.what
-
-
 @cache
 def _kernel_modules(target: str) -> tuple[str, ...]:
     """The modules cuda_only_kernel_import knows (the rows' modules it answers for)."""
@@ -49,7 +37,10 @@ class CudaKernelGuard(PythonRule):
           module which imports a CUDA-only kernel library at its top level (the
           libraries of unsupported-cuda-libs: CuTe/CUTLASS, cuda.bindings, CuPy, PyCUDA, a `*_cuda`
           extension; Triton is not one, triton-ascend compiles it);
-        - `if x.device.type != "npu": raise ...("... requires CUDA ...")`, the same guard as an `if`.
+        - `if x.device.type != "npu": raise ...("... requires CUDA ...")`, the same guard as an `if`;
+        - `.is_npu` outside an assert, in a function that launches a GPU kernel (a Triton kernel, a call of a
+          CUDA-only kernel library, a function imported from a module of the project that defines Triton
+          kernels or imports such a library), such as `if x.is_npu:` in front of a Triton launch.
 
     Why:
         `assert x.is_cuda` is the last line before a kernel that runs on CUDA alone; convert leaves it (with
@@ -78,6 +69,9 @@ class CudaKernelGuard(PythonRule):
         # A guard: an `assert` of `.is_npu`, or a `raise` beside an NPU test (`.is_npu`, an "npu" value); and
         # a reason (a message that says CUDA, or a CUDA-only kernel library imported: every part of its name
         # spelled in the code, or a `*_cuda` extension). The guard's words are the cheaper question.
+        if facts.has_word("is_npu") and (facts.has_word("triton") or imports_from_project(facts, beside=True)) \
+                and not npu_framework_file(facts.path, facts.code):  # (vllm-ascend's Triton kernels are NPU ones)
+            return True  # `.is_npu` in a function that launches a kernel (its own Triton one, or a wrapper)
         if not (facts.has_all_words("assert", "is_npu") or facts.has_word("raise") and (
                 facts.has_word("is_npu") or facts.any_string(lambda s: s == "npu"))):
             return False
@@ -88,12 +82,47 @@ class CudaKernelGuard(PythonRule):
     def __init__(self, ctx):
         super().__init__(ctx)
         self._kernel_library: Optional[str] = None
+        self._asserts = 0
+        self._functions: list[int] = []  # the source-order indices of the enclosing functions
+        self._next_function = 0
+        self._kernel_functions: Optional[list[bool]] = None  # read on the first `.is_npu` met in a function
         for statement in ctx.module.body:  # top-level imports only: a guarded or local one may be optional
             for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
                 for module in _imported_modules(small):
                     what = cuda_only_kernel_import(ctx.target, module)
                     if what is not None and self._kernel_library is None:
                         self._kernel_library = f"`{module}` ({what})"
+
+    # -- `.is_npu` testing for the kernel path of a function that launches a kernel ----------------------------
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self._functions.append(self._next_function)  # its index in source order (analysis/kernels)
+        self._next_function += 1
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        self._functions.pop()
+        return updated
+
+    def visit_Assert(self, node: cst.Assert) -> None:
+        self._asserts += 1
+        self._judge_assert(node)
+
+    def leave_Assert(self, original: cst.Assert, updated: cst.Assert) -> cst.Assert:
+        self._asserts -= 1
+        return updated
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        if node.attr.value != "is_npu" or self._asserts or not self._functions or self.ctx.dispatch.npu_framework:
+            return
+        if self._kernel_functions is None:
+            target = self.ctx.target
+            self._kernel_functions = kernel_functions(
+                self.ctx.path, self.ctx.text, lambda m: cuda_only_kernel_import(target, m) is not None) or []
+        index = self._functions[-1]
+        if index < len(self._kernel_functions) and self._kernel_functions[index]:
+            self.report(node, "`.is_npu` in a function that launches a GPU kernel (Triton, DeepGEMM, CuTe, ...): "
+                              "it now sends NPU tensors down the kernel path, which took CUDA tensors alone",
+                        severity="error", hint="test `.is_cuda` for the kernel path (the NPU takes the other one) "
+                                               "until the kernel runs on the NPU")
 
     def _why(self, message: Optional[cst.BaseExpression]) -> Optional[str]:
         text = code(message) if message is not None else ""
@@ -103,7 +132,7 @@ class CudaKernelGuard(PythonRule):
             return f"this module runs a CUDA-only kernel library, {self._kernel_library}"
         return None
 
-    def visit_Assert(self, node: cst.Assert) -> None:
+    def _judge_assert(self, node: cst.Assert) -> None:
         test = code(node.test)
         if _ADMITS_NPU.search(test) is None or SAYS_NPU.search(code(node.msg) if node.msg else ""):
             return

@@ -90,6 +90,20 @@ def match_library(target: str, name: str) -> Optional[LibraryRow]:
     return None
 
 
+# Triton kernels compile for the NPU with triton-ascend; its rows are no proof that a file is CUDA-only.
+_PORTABLE_KERNEL_TOPS = frozenset({"triton"})
+
+
+def cuda_only_kernel_import(target: str, module: str) -> Optional[str]:
+    """What unsupported-cuda-libs knows `module` to be, where it is a CUDA-only kernel library (CuTe, CUTLASS,
+    cuda.bindings, CuPy, a `*_cuda` extension; not Triton, which triton-ascend compiles, nor a host-side
+    info row), else None."""
+    row = match_library(target, module)
+    if row is None or row.severity == "info" or module.split(".", 1)[0] in _PORTABLE_KERNEL_TOPS:
+        return None
+    return row.what
+
+
 def import_finding(row: LibraryRow, text: str, local: str, optional: bool,
                    elsewhere: set[str]) -> tuple[str, Severity]:
     """(message, severity) of an import of a library (judged once the whole file is read)."""
@@ -205,7 +219,8 @@ class UnsupportedCudaLibraries(PythonRule):
     SAFETY = "report-only"
     TRIGGERS = ("triton", "cupy", "pycuda", "numba", "pynvml", "bitsandbytes", "xformers", "liger_kernel",
                 "flash_attn", "apex", "amp_C", "mamba_ssm", "causal_conv1d", "transformer_engine", "tensorrt",
-                "cpp_extension", "pynccl", "nccl_engine", "nvtx", "cutlass", "bindings", "quack", "unsloth")
+                "cpp_extension", "pynccl", "nccl_engine", "nvtx", "cutlass", "bindings", "quack", "unsloth",
+                "deep_gemm", "deep_ep", "sgl_kernel", "flashinfer", "flash_mla")
     # `.cu`/`.cuh` sources and `*_cuda` extension modules, without matching `.cuda` or `_cuda_x`.
     TRIGGER_PATTERNS = (r"\.cuh?(?![A-Za-z0-9_])", r"_cuda(?![A-Za-z0-9_])")
 
