@@ -33,6 +33,11 @@ def _device_value(node: cst.BaseExpression, values: frozenset[str]) -> Optional[
     return value if value is not None and value.split(":")[0] in values else None
 
 
+# A module of NVIDIA's stack by its dotted name: a `nvidia` or `cuda` segment (triton.backends.nvidia.driver,
+# cupy.cuda, torch.cuda's submodules).
+_NVIDIA_MODULE = re.compile(r"(?:^|\.)(?:nvidia|cuda)(?:\.|$)")
+_IMPORTED = re.compile(r"^[ \t]*(?:from|import)[ \t]+([\w.]+)", re.M)
+
 _FORK_RNG = frozenset({"torch.random.fork_rng", "torch.fork_rng"})
 
 # A class named for another vendor, built: `return CudaPlatform()` (ROLL's platform detection, renamed).
@@ -62,12 +67,15 @@ class HalfPortedCondition(PythonRule):
           ...) or `.cuda()`, and the building of another vendor's platform class (`CudaPlatform()`, at the
           test: a detection renamed so that the NPU picks CUDA's platform); the `else` side is CUDA's and
           is not judged;
-        - in the same body, a CUDA value given (`accelerator_type = "cuda"`, `return "nccl"`): the test was
-          ported, its arm was not;
+        - in the same body, a CUDA value given (`accelerator_type = "cuda"`, `return "nccl"`,
+          `return "cuda", torch.float16`): the test was ported, its arm was not; or a module of NVIDIA's stack
+          imported (`from triton.backends.nvidia.driver import libcuda_dirs`);
         - a conditional whose arms are swapped: `"nccl" if device.type == "npu" else "hccl"`,
-          `"hccl" if torch.cuda.is_available() else "nccl"`.
-        A name the module binds to an NPU test alone (`_IS_CUDA = torch.npu.is_available()`) is an NPU test
-        where it is used. Also `torch.random.fork_rng(devices=["npu"])` without `device_type` (it defaults
+          `"hccl" if torch.cuda.is_available() else "nccl"`; or that gives the NPU when a name bound to a
+          CUDA test says it found CUDA: `"npu" if on_gpu else "cpu"`, `torch.npu if on_gpu else torch.cpu`.
+        An `and` chain with an NPU test holds on the NPU alone (`not busy and torch.npu.is_available()`).
+        A name the module binds to one device's test alone (`_IS_CUDA = torch.npu.is_available()`,
+        `is_cuda_available = torch.cuda.is_available()`) is that device's test where it is used. Also `torch.random.fork_rng(devices=["npu"])` without `device_type` (it defaults
         to "cuda": CUDA's generators are forked, which raises on an NPU host). An assignment to torch.cuda (a shim that points it at torch.npu) is no call and is not reported.
 
     Why:
@@ -99,7 +107,7 @@ class HalfPortedCondition(PythonRule):
         # whose torch.cuda is patched on purpose).
         if not (facts.has_word("npu", "torch_npu", "is_npu") or facts.any_string(lambda s: s.split(":")[0] == "npu")):
             return False
-        return (facts.search_code(_CUDA_CALL_OR_BUILD) or facts.has_word("fork_rng")
+        return (facts.search_code(_CUDA_CALL_OR_BUILD) or facts.has_word("fork_rng", "nvidia")
                 or facts.any_string(lambda s: s.split(":")[0] in _CUDA_VALUES)) \
             and not npu_framework_file(facts.path, facts.code)
 
@@ -108,7 +116,8 @@ class HalfPortedCondition(PythonRule):
         self._npu_branches = 0  # depth of `if` bodies taken on the NPU
         self._npu_bodies: set[int] = set()  # ids of those bodies
         self._reported: set[int] = set()  # the chain's operands are met again as inner chains
-        self._npu_names = _names_bound_to_npu_tests(ctx.module, ctx.text)  # `_IS_CUDA = torch.npu.is_available()`
+        self._npu_names = _names_bound_to_tests(ctx.module, ctx.text, npu=True)  # `_IS_CUDA = torch.npu.is_available()`
+        self._cuda_names = _names_bound_to_tests(ctx.module, ctx.text, npu=False)  # `on_gpu = torch.cuda.is_available()`
 
     def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
         if not isinstance(node.operator, cst.And):
@@ -131,6 +140,12 @@ class HalfPortedCondition(PythonRule):
                 self._report(node.test, built.group().rstrip("("),
                              "this branch is taken on the NPU (its `if` tests for it), and builds",
                              "another vendor's platform, so the NPU is run as that vendor's device")
+            nvidia = next((m for m in _IMPORTED.findall(code(node.body)) if _NVIDIA_MODULE.search(m)), None)
+            if nvidia is not None:
+                # `from triton.backends.nvidia.driver import libcuda_dirs` under `if DEVICE_TYPE == "npu":`:
+                # CUDA's driver set-up, now run on the NPU.
+                self._report(node.test, nvidia, "this branch is taken on the NPU (its `if` tests for it), and "
+                             "imports", "a module of NVIDIA's stack, which an NPU host does not have")
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._npu_branches += id(node) in self._npu_bodies
@@ -152,9 +167,20 @@ class HalfPortedCondition(PythonRule):
                                                           for n in self._npu_names)
 
     def _npu_test(self, test: cst.BaseExpression) -> bool:
+        """True where the test holds on the NPU alone: an NPU test, or an `and` chain with one (`not busy and
+        torch.npu.is_available()`: the other operands narrow it, they do not make it hold on CUDA)."""
+        if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And) and not test.lpar:
+            operands = _and_operands(test)
+            return any(self._npu_test(o) for o in operands) and not any(
+                _CUDA_CALL.search(t) or _CUDA_TEST.search(t) or self._tests_cuda(t) for t in map(code, operands))
         text = code(test)
         return self._tests_npu(text) and _CUDA_CALL.search(text) is None and " or " not in text \
             and not text.lstrip().startswith("not ") and "!=" not in text and _CUDA_TEST.search(text) is None
+
+    def _tests_cuda(self, text: str) -> bool:
+        """A CUDA test, or a name the module binds to one (`is_cuda_available = torch.cuda.is_available()`)."""
+        return _CUDA_TEST.search(text) is not None or any(re.search(rf"(?<![\w.]){re.escape(n)}\b", text)
+                                                           for n in self._cuda_names)
 
     def visit_Assign(self, node: cst.Assign) -> None:
         if self._npu_branches:
@@ -166,6 +192,8 @@ class HalfPortedCondition(PythonRule):
 
     def _gives_cuda_value(self, value: cst.BaseExpression, node: cst.CSTNode) -> None:
         found = _device_value(value, _CUDA_VALUES)
+        if found is None and isinstance(value, cst.Tuple):  # `return "cuda", torch.float16`
+            found = next((v for e in value.elements if (v := _device_value(e.value, _CUDA_VALUES))), None)
         if found is not None and id(node) not in self._reported:
             self._reported.add(id(node))
             self.report(node, f'this branch is taken on the NPU (its `if` tests for it), and gives "{found}": '
@@ -177,17 +205,25 @@ class HalfPortedCondition(PythonRule):
         negated = test.lstrip().startswith("not ") or "!=" in test or " or " in test
         if negated:
             return
-        on_npu = self._tests_npu(test) and _CUDA_TEST.search(test) is None
-        on_cuda = _CUDA_TEST.search(test) is not None and not self._tests_npu(test)
+        on_npu = self._tests_npu(test) and not self._tests_cuda(test)
+        on_cuda = self._tests_cuda(test) and not self._tests_npu(test)
         body, orelse = (_NPU_VALUES, _CUDA_VALUES) if on_cuda else (_CUDA_VALUES, _NPU_VALUES) if on_npu else ((), ())
         if not body:
             return
         given, other = _device_value(node.body, frozenset(body)), _device_value(node.orelse, frozenset(orelse))
+        device = "CUDA" if on_cuda else "the NPU"
         if given is not None and other is not None:
-            device = "CUDA" if on_cuda else "the NPU"
             self.report(node, f'this conditional gives "{given}" when it finds {device}, and "{other}" otherwise: '
                               "its arms are swapped", severity="error",
                         hint="swap the two values, or restore the test the arms were written for")
+        elif on_cuda and _CUDA_TEST.search(test) is None \
+                and (given is not None or re.fullmatch(r"torch(?:_npu)?\.npu", code(node.body).strip())):
+            # `"npu" if is_cuda_available else "cpu"` (the name bound to torch.cuda.is_available() elsewhere,
+            # where convert leaves it): on an NPU host the test is false, the CPU is chosen. (With the test
+            # written in place, the test itself is CUDA left over, and reported as such.)
+            self.report(node, f'this conditional gives the NPU\'s `{code(node.body).strip()}` when it finds CUDA: the '
+                              "value was ported and its test was not, so an NPU host gets the other arm",
+                        severity="error", hint="test for the NPU (torch.npu.is_available()) where the NPU is given")
 
     def visit_Call(self, node: cst.Call) -> None:
         self._fork_rng(node)
@@ -227,16 +263,18 @@ class HalfPortedCondition(PythonRule):
                                            "for CUDA")
 
 
-def _names_bound_to_npu_tests(module: cst.Module, text: str) -> frozenset[str]:
-    """Names an assignment of the module (at any depth) binds to an NPU test alone
-    (`_IS_CUDA = torch.npu.is_available()`, `on_npu = device.type == "npu"`)."""
+def _names_bound_to_tests(module: cst.Module, text: str, npu: bool) -> frozenset[str]:
+    """Names an assignment of the module (at any depth) binds to one device's test alone: the NPU's
+    (`_IS_CUDA = torch.npu.is_available()`, `on_npu = device.type == "npu"`) or CUDA's
+    (`is_cuda_available = torch.cuda.is_available()`)."""
     found: set[str] = set()
     if "npu" not in text:
         return frozenset()
+    this, other = (_NPU_TEST, _CUDA_TEST) if npu else (_CUDA_TEST, _NPU_TEST)
     for node in iter_scope_statements(module.body, nested=True):
         if isinstance(node, cst.Assign) and len(node.targets) == 1 and isinstance(node.targets[0].target, cst.Name):
             value = code(node.value)
-            if _NPU_TEST.search(value) and not _CUDA_TEST.search(value) and not _CUDA_CALL.search(value) \
+            if this.search(value) and not other.search(value) and (not npu or not _CUDA_CALL.search(value)) \
                     and " or " not in value and not value.lstrip().startswith("not ") and "!=" not in value \
                     and " if " not in value:
                 found.add(node.targets[0].target.value)

@@ -32,6 +32,15 @@ class Case:
     extras: bool
 
     @property
+    def convert_path(self) -> str:
+        """The path the case is converted under: its bare name, or, where its folder holds a package beside the
+        cases (what a cross-file rule reads: fixtures/rules/npu-value-to-cuda-test/devlib), its place there."""
+        name = self.input.name.replace(".input", "")
+        if any(p.is_dir() and (p / "__init__.py").is_file() for p in self.input.parent.iterdir()):
+            return str(self.input.with_name(name))
+        return name
+
+    @property
     def findings_path(self) -> Path:
         """<case>.findings: the expected findings (not changes), one `LINE:COL RULE SEVERITY: MESSAGE`
         a line (see finding_line)."""

@@ -21,7 +21,7 @@ def _engine(case) -> Engine:
 def test_fixture(case):
     data = case.input.read_bytes()
     engine = _engine(case)
-    result = engine.convert(data, case.input.name.replace(".input", ""))
+    result = engine.convert(data, case.convert_path)
     assert result.outcome.status != "failed", result.outcome.error
     out = result.output if result.output is not None else data
     want = case.expected.read_bytes() if case.expected else data
@@ -34,7 +34,7 @@ def test_fixture(case):
     assert "\n" not in "".join(f.message for f in findings), "a finding's message is one line"
     assert sorted(finding_line(f) for f in findings) == case.expected_findings(), \
         f"{case.findings_path.name}: rerun with NPU_PORT_UPDATE_FIXTURES=1 and review the diff"
-    again = engine.convert(out, case.input.name.replace(".input", ""))
+    again = engine.convert(out, case.convert_path)
     assert again.output is None, "a second run changed the output again"
 
 

@@ -99,6 +99,61 @@ def kept_cuda_calls(path: str, text: str) -> dict[str, frozenset[str]]:
     return found
 
 
+# A device value compared with CUDA's name: `x == "cuda"`, `"cuda:0" != x`, `x in ("cuda", ...)`,
+# `x.startswith("cuda")`.
+_CUDA_COMPARED = re.compile(r"""(?:[=!]=|\bin)\s*[(\[{]?\s*["']cuda(?::\d+)?["']|["']cuda(?::\d+)?["']\s*[=!]="""
+                            r"""|\.startswith\(\s*\(?\s*["']cuda""")
+# The NPU told apart: its name compared (anywhere in a comparison's list), its availability or count asked, an
+# `is_*npu*` predicate, `.is_npu`.
+_NPU_TESTED = re.compile(r"""(?:[=!]=|\bin)\s*[(\[{]?[^\n:]{0,60}["']npu(?::\d+)?["']|["']npu(?::\d+)?["']\s*[=!]="""
+                         r"""|\.startswith\(\s*\(?[^)\n]{0,60}["']npu|\bis_\w*npu\w*|\btorch(?:_npu)?\.npu\."""
+                         r"""(?:is_available|device_count)\b""")
+
+
+def imported_cuda_only_tests(path: str, text: str) -> list[tuple[str, int]]:
+    """(file, line) of the first device comparison with "cuda" of each project module that `text`, the file at
+    `path`, imports (`import pkg.mod as m`, `from pkg.mod import f`, `from pkg import mod`), where that module
+    never tells the NPU apart (compares no "npu", asks no NPU's availability): code that takes its other
+    branch for every device but CUDA, the NPU included."""
+    if not path or path.startswith("<") or "import" not in text:
+        return []
+    here = os.path.dirname(os.path.abspath(path))
+    modules: list[tuple[str, str]] = []
+    for m in _FROM_IMPORT.finditer(text):
+        located = _locate(here, m.group(1), m.group(2))
+        if located is None:
+            continue
+        root, qualified = located
+        for name, _ in _aliases(m.group(3)):
+            sub = f"{qualified}.{name}" if qualified else name
+            modules.append((root, sub if module_text(root, sub) is not None else qualified))
+    for m in _PLAIN_IMPORT.finditer(text):
+        located = _locate(here, "", m.group(1))
+        if located is not None:
+            modules.append(located)
+    found: list[tuple[str, int]] = []
+    for root, module in dict.fromkeys(modules):
+        source = module_text(root, module) if module else None
+        line = _cuda_only_comparison(source) if source is not None else None
+        if line is not None:
+            base = os.path.join(root, *module.split("."))
+            found.append((os.path.join(base, "__init__.py") if _is_package(root, module) else base + ".py", line))
+    return found
+
+
+@lru_cache(maxsize=512)
+def _cuda_only_comparison(text: str) -> Optional[int]:
+    """The line of the first comparison of a device value with "cuda" in `text`, where its code (comments
+    dropped) never tells the NPU apart; None otherwise."""
+    if "cuda" not in text:
+        return None
+    code = "".join(line.split("#", 1)[0] + "\n" for line in text.splitlines())
+    found = _CUDA_COMPARED.search(code)
+    if found is None or _NPU_TESTED.search(code):
+        return None
+    return code.count("\n", 0, found.start()) + 1
+
+
 def imported_project_packages(path: str, text: str) -> list[str]:
     """The folders of the project's top-level packages that `text`, the file at `path`, imports from by an
     absolute import (found as _locate finds them), in order of first import."""
@@ -268,11 +323,13 @@ def _definition(root: str, module: str, name: str, depth: int) -> Optional[tuple
 _RELATIVE_IMPORT = re.compile(r"^[ \t]*from[ \t]+\.", re.M)
 
 
-def imports_from_project(facts) -> bool:
+def imports_from_project(facts, beside: bool = False) -> bool:
     """Whether the file (its SourceFacts) imports from its own project: a relative import, or an absolute one
-    of a package the file lies in. A scout's question: its calls may pass values into the project's functions."""
+    of a package the file lies in (`beside`: or of one beside it, as tests/ and scripts/ import theirs). A
+    scout's question: its calls may pass values into the project's functions."""
     if facts.unsure:
         return True
     if _RELATIVE_IMPORT.search(facts.code):
         return True
-    return any(package_root(facts.path, root) is not None for root in facts.imported_roots)
+    found = project_root_of if beside else package_root
+    return any(found(facts.path, root) is not None for root in facts.imported_roots)

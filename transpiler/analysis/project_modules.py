@@ -185,3 +185,11 @@ def project_defines(path: str, module: str, names: tuple[str, ...]) -> Optional[
     if text is None:
         return False
     return all(re.search(_BINDING.format(re.escape(name)), text, re.M) for name in names)
+
+
+_TEST_FILE = re.compile(r"(?:^|[/\\])(?:tests?[/\\].*|test_[^/\\]*\.py|[^/\\]*_test\.py|conftest\.py)$")
+
+
+def is_test_path(path: str) -> bool:
+    """Whether `path` is a test module or lies in a tests folder (pytest's and unittest's layouts)."""
+    return _TEST_FILE.search(path) is not None

@@ -1498,7 +1498,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                                                                      'pci_domain_id']}},
     ),
     ('ascend', 'unsupported_libraries'): (
-        '59c16a6f4f9ef50414ed05bdc406e716',
+        '191ef75354c3bc4df3f4c414499323f7',
         {'rows': [{'module': 'triton',
                    'what': 'Triton (GPU kernels written in Python)',
                    'hint': 'Triton kernels need triton-ascend, the Ascend Triton backend, and usually retuning (block '
@@ -1739,6 +1739,39 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                            'output is [0])',
                    'npu_names': ['torch_npu.npu_rms_norm'],
                    'source': 'verl/models/transformers/npu_patch.py'},
+                  {'module': 'deep_gemm',
+                   'uses': True,
+                   'what': 'DeepGEMM (FP8 GEMM kernels JIT-compiled for NVIDIA Hopper/Blackwell)',
+                   'hint': 'the NVIDIA build runs on CUDA alone; DeepGEMM-Ascend (deepseek-ai/DeepGEMM-Ascend) installs '
+                           'under the same package name with the same API: install it on the NPU host, or keep the torch '
+                           'fallback path for NPU tensors',
+                   'source': 'deepseek-ai/DeepGEMM README (Hopper tensor cores, CUDA JIT); deepseek-ai/DeepGEMM-Ascend; '
+                             'found in THUDM/slime'},
+                  {'module': 'deep_ep',
+                   'uses': True,
+                   'what': 'DeepEP (expert-parallel all-to-all over NVLink/NVSHMEM)',
+                   'hint': 'the NVIDIA build needs NVSHMEM and NVLink; DeepEP-Ascend (deepseek-ai/DeepEP-Ascend) aligns '
+                           "its buffer API with it over HCCL: install that on the NPU host, or use the framework's "
+                           'all-to-all dispatcher',
+                   'source': 'deepseek-ai/DeepEP README; deepseek-ai/DeepEP-Ascend; found in THUDM/slime'},
+                  {'module': 'sgl_kernel',
+                   'uses': True,
+                   'what': "sgl-kernel (SGLang's CUDA kernels)",
+                   'hint': "SGLang's Ascend kernels are another package, sgl_kernel_npu, with its own names: use torch / "
+                           'torch_npu ops or that package',
+                   'source': 'docs.sglang.io, Ascend NPU operator development (SGL-Kernel-NPU); found in THUDM/slime'},
+                  {'module': 'flashinfer',
+                   'uses': True,
+                   'what': 'FlashInfer (attention and sampling kernels for NVIDIA GPUs)',
+                   'hint': "no Ascend build; use torch_npu's fused attention (torch_npu.npu_fusion_attention) or the "
+                           "framework's NPU backend",
+                   'source': 'flashinfer-ai/flashinfer (CUDA kernels, cubin loader); found in THUDM/slime',
+                   'npu_names': ['torch_npu.npu_fusion_attention']},
+                  {'module': 'flash_mla',
+                   'uses': True,
+                   'what': 'FlashMLA (MLA decoding kernels for NVIDIA Hopper)',
+                   'hint': "no Ascend build; use the framework's NPU attention backend",
+                   'source': 'deepseek-ai/FlashMLA README (Hopper GPUs); found in THUDM/slime'},
                   {'module': 'mamba_ssm',
                    'uses': True,
                    'what': 'mamba_ssm (selective-scan CUDA and Triton kernels)',

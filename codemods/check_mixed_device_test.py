@@ -1,0 +1,151 @@
+"""`mixed-device-test`: a test function that names the NPU in some places and CUDA in others."""
+
+from __future__ import annotations
+
+import re
+from typing import Optional
+
+import libcst as cst
+
+from npu_port.transpiler.analysis.dispatch import code
+from npu_port.transpiler.analysis.literals import string_value
+from npu_port.transpiler.analysis.project_modules import is_test_path
+from npu_port.transpiler.core.rules import PythonRule
+
+# CUDA's device named inside a longer string: the text a test parses (`"device=cuda"`, `"device: cuda:1"`).
+_CUDA_SETTING = re.compile(r"\bdevice\s*[=:]\s*['\"]?cuda(?::\d+)?\b")
+_DEVICE_WORD = re.compile(r"(?i)\b(?:npu|cuda)\b")
+
+
+def _device(value: Optional[str]) -> Optional[str]:
+    """"npu" or "cuda" for a device name ("npu:0", "cuda"), "cuda" for a setting that names CUDA's."""
+    if value is None:
+        return None
+    kind = value.split(":", 1)[0]
+    if kind in ("npu", "cuda") and ("npu" in value or value == kind or value[5:].isdigit()):
+        return kind
+    return "cuda" if _CUDA_SETTING.search(value) else None
+
+
+class MixedDeviceTest(PythonRule):
+    """Reports a test function whose device names were ported in part.
+
+    What it does:
+        In a test module (tests/, test_*.py, *_test.py, conftest.py), for each top-level function and method,
+        collects its device names: "npu" / "npu:N" and "cuda" / "cuda:N" strings, and CUDA's device inside a
+        setting the test parses (`"device=cuda"`, `"device: cuda:1"`). Where both devices are named, reports
+        (warning) each place that names the NPU, with the first place that names CUDA. Names that stand
+        side by side on purpose are not counted: the items of one list, tuple or set that names both
+        devices (a table, a loop over devices), the two arms of a conditional, dict keys, the right side of
+        `in`, and everything inside an `if` whose test names a device (a dispatch's arms). Decorators
+        (`@pytest.mark.parametrize`) are not read.
+
+    Why:
+        A port renames the device names a test gives (`_install(studio_device="npu")`) or expects
+        (`assert sidecar.device == "npu"`) and leaves the others: a mock that still returns "cuda", an
+        expected call list, the text a parser is given. One side now says the NPU and the other CUDA,
+        and the test fails on every host. Which side is wrong is the reviewer's call; that the test was
+        ported in part is not.
+
+    Example:
+        def test_pick(monkeypatch):
+            monkeypatch.setattr(sidecar, "_pick_device", lambda: "cuda")
+            start(sidecar)
+            assert sidecar.device == "npu"                  # warning
+
+    Fix safety:
+        Report-only: make the test name one device throughout (or the device the code under test chose).
+    """
+
+    ID = "mixed-device-test"
+    SAFETY = "report-only"
+    GROUP = "check"
+    TRIGGERS = ("npu",)
+
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        # (A test module's path is asked by the rule itself.)
+        return facts.any_string(lambda s: _device(s) == "npu") and facts.any_string(lambda s: _device(s) == "cuda")
+
+    def __init__(self, ctx):
+        super().__init__(ctx)
+        self._depth = 0  # functions entered
+        self._side_by_side: set[int] = set()  # ids of strings that stand beside the other device on purpose
+        self._arms: set[int] = set()  # ids of the bodies of `if`s whose test names a device
+        self._dispatch = 0  # depth of those bodies
+        self._names: dict[str, list[cst.SimpleString]] = {}
+        self._test_module = is_test_path(ctx.path)  # (as the scout asks: the rule does nothing elsewhere)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> Optional[bool]:
+        self._depth += 1
+        if self._depth == 1:
+            self._names = {"npu": [], "cuda": []}
+        return None
+
+    def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
+        self._depth -= 1
+        if self._depth == 0 and self._names["npu"] and self._names["cuda"]:
+            cuda = self._names["cuda"][0]
+            line = self.ctx.position(cuda).start.line
+            for node in self._names["npu"]:
+                self.report(node, f'this test names the NPU here ({node.value}) and CUDA at line {line} '
+                                  f"({cuda.value}): its device names were ported in part",
+                            hint="name one device throughout the test, or the device the code under test chose")
+        return updated
+
+    def visit_Decorator(self, node: cst.Decorator) -> bool:
+        return False
+
+    def visit_If(self, node: cst.If) -> None:
+        if _DEVICE_WORD.search(code(node.test)):
+            self._arms.add(id(node.body))
+            if isinstance(node.orelse, cst.Else):
+                self._arms.add(id(node.orelse.body))
+
+    def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
+        self._dispatch += id(node) in self._arms
+
+    def leave_IndentedBlock(self, original: cst.IndentedBlock, updated: cst.IndentedBlock) -> cst.IndentedBlock:
+        self._dispatch -= id(original) in self._arms
+        return updated
+
+    def visit_SimpleStatementSuite(self, node: cst.SimpleStatementSuite) -> None:
+        self._dispatch += id(node) in self._arms
+
+    def leave_SimpleStatementSuite(self, original: cst.SimpleStatementSuite,
+                                   updated: cst.SimpleStatementSuite) -> cst.SimpleStatementSuite:
+        self._dispatch -= id(original) in self._arms
+        return updated
+
+    def visit_IfExp(self, node: cst.IfExp) -> None:
+        self._side_by_side.update(id(n) for n in (node.body, node.orelse))
+
+    def visit_Dict(self, node: cst.Dict) -> None:
+        self._side_by_side.update(id(e.key) for e in node.elements if isinstance(e, cst.DictElement))
+
+    def visit_ComparisonTarget(self, node: cst.ComparisonTarget) -> None:
+        if isinstance(node.operator, (cst.In, cst.NotIn)):
+            self._side_by_side.add(id(node.comparator))
+            if isinstance(node.comparator, (cst.List, cst.Tuple, cst.Set)):
+                self._side_by_side.update(id(e.value) for e in node.comparator.elements)
+
+    def _sequence(self, elements) -> None:
+        kinds = {_device(string_value(e.value)) for e in elements}
+        if {"npu", "cuda"} <= kinds:
+            self._side_by_side.update(id(e.value) for e in elements)
+
+    def visit_List(self, node: cst.List) -> None:
+        self._sequence(node.elements)
+
+    def visit_Tuple(self, node: cst.Tuple) -> None:
+        self._sequence(node.elements)
+
+    def visit_Set(self, node: cst.Set) -> None:
+        self._sequence(node.elements)
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        if not self._depth or self._dispatch or id(node) in self._side_by_side or not self._test_module:
+            return
+        kind = _device(string_value(node))
+        if kind is not None:
+            self._names[kind].append(node)
