@@ -14,13 +14,17 @@ from npu_port.transpiler.core.rules import PythonRule
 
 # CUDA's device named inside a longer string: the text a test parses (`"device=cuda"`, `"device: cuda:1"`).
 _CUDA_SETTING = re.compile(r"\bdevice\s*[=:]\s*['\"]?cuda(?::\d+)?\b")
-_DEVICE_WORD = re.compile(r"(?i)\b(?:npu|cuda)\b")
+_DEVICE_WORD = re.compile(r"(?i)\b(?:npu|cuda|hccl|nccl)\b")
+_PAIRS = (("npu", "cuda"), ("hccl", "nccl"))  # (the NPU's name, CUDA's): device names, collective backends
 
 
 def _device(value: Optional[str]) -> Optional[str]:
-    """"npu" or "cuda" for a device name ("npu:0", "cuda"), "cuda" for a setting that names CUDA's."""
+    """"npu" or "cuda" for a device name ("npu:0", "cuda"), "cuda" for a setting that names CUDA's, the name
+    itself for a collective backend ("hccl", "nccl")."""
     if value is None:
         return None
+    if value in ("hccl", "nccl"):
+        return value
     kind = value.split(":", 1)[0]
     if kind in ("npu", "cuda") and ("npu" in value or value == kind or value[5:].isdigit()):
         return kind
@@ -32,13 +36,14 @@ class MixedDeviceTest(PythonRule):
 
     What it does:
         In a test module (tests/, test_*.py, *_test.py, conftest.py), for each top-level function and method,
-        collects its device names: "npu" / "npu:N" and "cuda" / "cuda:N" strings, and CUDA's device inside a
+        collects its device names: "npu" / "npu:N" and "cuda" / "cuda:N" strings (and the backends "hccl" and
+        "nccl", a pair of their own), and CUDA's device inside a
         setting the test parses (`"device=cuda"`, `"device: cuda:1"`). Where both devices are named, reports
         (warning) each place that names the NPU, with the first place that names CUDA. Names that stand
         side by side on purpose are not counted: the items of one list, tuple or set that names both
-        devices (a table, a loop over devices), the two arms of a conditional, dict keys, the right side of
-        `in`, and everything inside an `if` whose test names a device (a dispatch's arms). Decorators
-        (`@pytest.mark.parametrize`) are not read.
+        devices (a table, a loop over devices), the two arms of a conditional, dict keys and the values of
+        a dict keyed by device, the right side of `in`, and everything inside an `if` whose test names a
+        device (a dispatch's arms). Decorators (`@pytest.mark.parametrize`) are not read.
 
     Why:
         A port renames the device names a test gives (`_install(studio_device="npu")`) or expects
@@ -65,7 +70,8 @@ class MixedDeviceTest(PythonRule):
     @classmethod
     def scout(cls, facts, options) -> bool:
         # (A test module's path is asked by the rule itself.)
-        return facts.any_string(lambda s: _device(s) == "npu") and facts.any_string(lambda s: _device(s) == "cuda")
+        return any(facts.any_string(lambda s, k=new: _device(s) == k) and facts.any_string(lambda s, k=old: _device(s) == k)
+                   for new, old in _PAIRS)
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -74,27 +80,36 @@ class MixedDeviceTest(PythonRule):
         self._arms: set[int] = set()  # ids of the bodies of `if`s whose test names a device
         self._dispatch = 0  # depth of those bodies
         self._names: dict[str, list[cst.SimpleString]] = {}
+        self._decorators = 0  # depth of decorators (`@pytest.mark.parametrize("device", ["cuda"])`)
         self._test_module = is_test_path(ctx.path)  # (as the scout asks: the rule does nothing elsewhere)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> Optional[bool]:
         self._depth += 1
         if self._depth == 1:
-            self._names = {"npu": [], "cuda": []}
+            self._names = {kind: [] for pair in _PAIRS for kind in pair}
         return None
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
         self._depth -= 1
-        if self._depth == 0 and self._names["npu"] and self._names["cuda"]:
-            cuda = self._names["cuda"][0]
-            line = self.ctx.position(cuda).start.line
-            for node in self._names["npu"]:
-                self.report(node, f'this test names the NPU here ({node.value}) and CUDA at line {line} '
-                                  f"({cuda.value}): its device names were ported in part",
+        for new, old in _PAIRS if self._depth == 0 else ():
+            if not (self._names[new] and self._names[old]):
+                continue
+            first = self._names[old][0]
+            line = self.ctx.position(first).start.line
+            what = ("the NPU", "CUDA") if new == "npu" else ("HCCL", "NCCL")
+            for node in self._names[new]:
+                self.report(node, f"this test names {what[0]} here ({node.value}) and {what[1]} at line {line} "
+                                  f"({first.value}): its device names were ported in part",
                             hint="name one device throughout the test, or the device the code under test chose")
         return updated
 
-    def visit_Decorator(self, node: cst.Decorator) -> bool:
-        return False
+    # (Counted, not pruned: every rule shares one traversal, so a visit cannot skip a subtree for itself.)
+    def visit_Decorator(self, node: cst.Decorator) -> None:
+        self._decorators += 1
+
+    def leave_Decorator(self, original: cst.Decorator, updated: cst.Decorator) -> cst.Decorator:
+        self._decorators -= 1
+        return updated
 
     def visit_If(self, node: cst.If) -> None:
         if _DEVICE_WORD.search(code(node.test)):
@@ -121,7 +136,10 @@ class MixedDeviceTest(PythonRule):
         self._side_by_side.update(id(n) for n in (node.body, node.orelse))
 
     def visit_Dict(self, node: cst.Dict) -> None:
-        self._side_by_side.update(id(e.key) for e in node.elements if isinstance(e, cst.DictElement))
+        entries = [e for e in node.elements if isinstance(e, cst.DictElement)]
+        self._side_by_side.update(id(e.key) for e in entries)
+        if any(_device(string_value(e.key)) for e in entries):  # a table by device: its values stand beside
+            self._side_by_side.update(id(e.value) for e in entries)
 
     def visit_ComparisonTarget(self, node: cst.ComparisonTarget) -> None:
         if isinstance(node.operator, (cst.In, cst.NotIn)):
@@ -131,7 +149,7 @@ class MixedDeviceTest(PythonRule):
 
     def _sequence(self, elements) -> None:
         kinds = {_device(string_value(e.value)) for e in elements}
-        if {"npu", "cuda"} <= kinds:
+        if any(set(pair) <= kinds for pair in _PAIRS):
             self._side_by_side.update(id(e.value) for e in elements)
 
     def visit_List(self, node: cst.List) -> None:
@@ -144,7 +162,8 @@ class MixedDeviceTest(PythonRule):
         self._sequence(node.elements)
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if not self._depth or self._dispatch or id(node) in self._side_by_side or not self._test_module:
+        if not self._depth or self._dispatch or self._decorators or id(node) in self._side_by_side \
+                or not self._test_module:
             return
         kind = _device(string_value(node))
         if kind is not None:
