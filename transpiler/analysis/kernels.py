@@ -11,12 +11,11 @@ Read with `ast` (the functions in source order, as LibCST visits them), never im
 from __future__ import annotations
 
 import ast
-import os
 import re
 from collections.abc import Callable
 from typing import Optional
 
-from npu_port.transpiler.analysis.project_devices import _FROM_IMPORT, _aliases, _locate, _parse
+from npu_port.transpiler.analysis.project_devices import _parse, names_from_project
 from npu_port.transpiler.analysis.project_modules import module_text
 
 _TRITON_DECORATOR = re.compile(r"^[ \t]*@triton\.(?:jit|autotune|heuristics)\b", re.M)
@@ -52,7 +51,6 @@ def kernel_functions(path: str, text: str, is_library: Callable[[str], bool]) ->
         return None
     kernels: set[str] = set()  # names that launch kernels when called
     libraries: set[str] = set()  # local names bound to a kernel library's module
-    here = os.path.dirname(os.path.abspath(path)) if path and not path.startswith("<") else ""
     for node in ast.walk(tree):
         if isinstance(node, _FUNCTIONS) and any(
                 (_dotted(d.func if isinstance(d, ast.Call) else d) or "").startswith(
@@ -62,16 +60,10 @@ def kernel_functions(path: str, text: str, is_library: Callable[[str], bool]) ->
             libraries.update((a.asname or a.name).split(".")[0] for a in node.names if is_library(a.name))
         elif isinstance(node, ast.ImportFrom) and node.module and not node.level and is_library(node.module):
             kernels.update(a.asname or a.name for a in node.names)
-    if here and "import" in text:
-        for m in _FROM_IMPORT.finditer(text):
-            located = _locate(here, m.group(1), m.group(2))
-            if located is None:
-                continue
-            root, qualified = located
-            for name, alias in _aliases(m.group(3)):
-                source = module_text(root, f"{qualified}.{name}" if qualified else name) or module_text(root, qualified)
-                if source is not None and _kernel_module(source, is_library):
-                    kernels.add(alias)
+    for root, qualified, name, alias in names_from_project(path, text):
+        source = module_text(root, f"{qualified}.{name}" if qualified else name) or module_text(root, qualified)
+        if source is not None and _kernel_module(source, is_library):
+            kernels.add(alias)
     flags: list[bool] = []
 
     def visit(node: ast.AST) -> None:

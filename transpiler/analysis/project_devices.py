@@ -18,6 +18,7 @@ import ast
 import os
 import re
 import warnings
+from collections.abc import Iterator
 from functools import lru_cache
 from typing import Optional
 
@@ -110,6 +111,19 @@ _NPU_TESTED = re.compile(r"""(?:[=!]=|\bin)\s*[(\[{]?[^\n:]{0,60}["']npu(?::\d+)
                          r"""(?:is_available|device_count)\b""")
 
 
+def names_from_project(path: str, text: str) -> Iterator[tuple[str, str, str, str]]:
+    """(root, module, name, alias) for each `from module import name as alias` of `text`, the file at `path`,
+    whose module is one of its own project's (found as _locate finds it)."""
+    if not path or path.startswith("<") or "import" not in text:
+        return
+    here = os.path.dirname(os.path.abspath(path))
+    for m in _FROM_IMPORT.finditer(text):
+        located = _locate(here, m.group(1), m.group(2))
+        if located is not None:
+            for name, alias in _aliases(m.group(3)):
+                yield located[0], located[1], name, alias
+
+
 def imported_cuda_only_tests(path: str, text: str) -> list[tuple[str, int]]:
     """(file, line) of the first device comparison with "cuda" of each project module that `text`, the file at
     `path`, imports (`import pkg.mod as m`, `from pkg.mod import f`, `from pkg import mod`), where that module
@@ -119,14 +133,9 @@ def imported_cuda_only_tests(path: str, text: str) -> list[tuple[str, int]]:
         return []
     here = os.path.dirname(os.path.abspath(path))
     modules: list[tuple[str, str]] = []
-    for m in _FROM_IMPORT.finditer(text):
-        located = _locate(here, m.group(1), m.group(2))
-        if located is None:
-            continue
-        root, qualified = located
-        for name, _ in _aliases(m.group(3)):
-            sub = f"{qualified}.{name}" if qualified else name
-            modules.append((root, sub if module_text(root, sub) is not None else qualified))
+    for root, qualified, name, _ in names_from_project(path, text):
+        sub = f"{qualified}.{name}" if qualified else name
+        modules.append((root, sub if module_text(root, sub) is not None else qualified))
     for m in _PLAIN_IMPORT.finditer(text):
         located = _locate(here, "", m.group(1))
         if located is not None:
