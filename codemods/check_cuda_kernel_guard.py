@@ -8,10 +8,14 @@ from typing import Optional
 
 import libcst as cst
 
-from npu_port.codemods.unsupported_cuda_libs import compiled_extension_row, cuda_only_kernel_import, library_rows
+from npu_port.codemods.unsupported_cuda_libs import (
+    KernelScopes,
+    compiled_extension_row,
+    cuda_only_kernel_import,
+    library_rows,
+)
 from npu_port.transpiler.analysis.dispatch import SAYS_NPU, code, npu_framework_file, says_cuda
 from npu_port.transpiler.analysis.imports import dotted_name
-from npu_port.transpiler.analysis.kernels import kernel_functions
 from npu_port.transpiler.analysis.project_devices import imports_from_project
 from npu_port.transpiler.core.rules import PythonRule
 
@@ -83,9 +87,7 @@ class CudaKernelGuard(PythonRule):
         super().__init__(ctx)
         self._kernel_library: Optional[str] = None
         self._asserts = 0
-        self._functions: list[int] = []  # the source-order indices of the enclosing functions
-        self._next_function = 0
-        self._kernel_functions: Optional[list[bool]] = None  # read on the first `.is_npu` met in a function
+        self._kernels = KernelScopes(ctx)  # read on the first `.is_npu` met in a function
         for statement in ctx.module.body:  # top-level imports only: a guarded or local one may be optional
             for small in statement.body if isinstance(statement, cst.SimpleStatementLine) else ():
                 for module in _imported_modules(small):
@@ -95,11 +97,10 @@ class CudaKernelGuard(PythonRule):
 
     # -- `.is_npu` testing for the kernel path of a function that launches a kernel ----------------------------
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._functions.append(self._next_function)  # its index in source order (analysis/kernels)
-        self._next_function += 1
+        self._kernels.enter()
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
-        self._functions.pop()
+        self._kernels.leave()
         return updated
 
     def visit_Assert(self, node: cst.Assert) -> None:
@@ -111,14 +112,9 @@ class CudaKernelGuard(PythonRule):
         return updated
 
     def visit_Attribute(self, node: cst.Attribute) -> None:
-        if node.attr.value != "is_npu" or self._asserts or not self._functions or self.ctx.dispatch.npu_framework:
+        if node.attr.value != "is_npu" or self._asserts or self.ctx.dispatch.npu_framework:
             return
-        if self._kernel_functions is None:
-            target = self.ctx.target
-            self._kernel_functions = kernel_functions(
-                self.ctx.path, self.ctx.text, lambda m: cuda_only_kernel_import(target, m) is not None) or []
-        index = self._functions[-1]
-        if index < len(self._kernel_functions) and self._kernel_functions[index]:
+        if self._kernels.innermost_launches():
             self.report(node, "`.is_npu` in a function that launches a GPU kernel (Triton, DeepGEMM, CuTe, ...): "
                               "it now sends NPU tensors down the kernel path, which took CUDA tensors alone",
                         severity="error", hint="test `.is_cuda` for the kernel path (the NPU takes the other one) "

@@ -83,11 +83,10 @@ class MixedDeviceTest(PythonRule):
         self._decorators = 0  # depth of decorators (`@pytest.mark.parametrize("device", ["cuda"])`)
         self._test_module = is_test_path(ctx.path)  # (as the scout asks: the rule does nothing elsewhere)
 
-    def visit_FunctionDef(self, node: cst.FunctionDef) -> Optional[bool]:
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._depth += 1
         if self._depth == 1:
             self._names = {kind: [] for pair in _PAIRS for kind in pair}
-        return None
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
         self._depth -= 1

@@ -6,10 +6,9 @@ from typing import Optional, cast
 import libcst as cst
 
 from npu_port.codemods._device_agnostic import DeviceAgnostic
-from npu_port.codemods.unsupported_cuda_libs import cuda_only_kernel_import
+from npu_port.codemods.unsupported_cuda_libs import KernelScopes
 from npu_port.transpiler.analysis.dispatch import code
 from npu_port.transpiler.analysis.imports import dotted_expr, dotted_name
-from npu_port.transpiler.analysis.kernels import kernel_functions
 from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
 from npu_port.transpiler.tables.mapping import load_table
 
@@ -134,20 +133,7 @@ class TensorCudaMethod(PythonRule):
         self._modules: set[str] = set()  # classes of this file that are torch modules
         self._asserts = 0  # depth of assert statements
         self._moved: list[set[str]] = [set()]  # per scope: names assigned from a `.cuda()` this walk rewrote
-        self._functions: list[int] = []  # the source-order indices of the enclosing functions
-        self._next_function = 0
-        self._kernel_functions: Optional[list[bool]] = None  # read on the first `.is_cuda` that would change
-
-    def _in_kernel_function(self) -> bool:
-        """Whether the innermost enclosing function launches a kernel (analysis/kernels)."""
-        if not self._functions:
-            return False
-        if self._kernel_functions is None:
-            target = self.ctx.target
-            self._kernel_functions = kernel_functions(
-                self.ctx.path, self.ctx.text, lambda m: cuda_only_kernel_import(target, m) is not None) or []
-        index = self._functions[-1]
-        return index < len(self._kernel_functions) and self._kernel_functions[index]
+        self._kernels = KernelScopes(ctx)  # read on the first `.is_cuda` that would change
 
     def _is_torch_object(self, node: cst.BaseExpression) -> bool:
         """Whether `node` is known to be a torch tensor or module (which have `.npu()`): built by a torch
@@ -192,8 +178,7 @@ class TensorCudaMethod(PythonRule):
         return lacks_npu_class(name, self._to_device)
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
-        self._functions.append(self._next_function)  # its index in source order (analysis/kernels)
-        self._next_function += 1
+        self._kernels.enter()
         self._moved.append(set())
         self._built.append(set())
         self._torch.append({p.name.value for p in (*node.params.params, *node.params.kwonly_params,
@@ -202,7 +187,7 @@ class TensorCudaMethod(PythonRule):
                             and self.ctx.resolve(p.annotation.annotation) in _TORCH_TYPES})
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef):
-        self._functions.pop()
+        self._kernels.leave()
         self._moved.pop()
         self._built.pop()
         self._torch.pop()
@@ -344,7 +329,7 @@ class TensorCudaMethod(PythonRule):
                         severity="info", hint="port the kernel it guards (or an NPU path beside it) first")
             return updated
         if original.attr.value == "is_cuda" and not self._own_is_cuda and not self._is_module(original.value) \
-                and self._in_kernel_function():
+                and self._kernels.innermost_launches():
             # `if x.is_cuda: kernel[grid](x) else: fallback(x)`: the test picks the kernel path, which the NPU
             # did not take; renamed, NPU tensors go into a kernel written for CUDA.
             self.report(original, "`.is_cuda` in a function that launches a GPU kernel (Triton, DeepGEMM, CuTe, ...): "

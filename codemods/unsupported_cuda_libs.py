@@ -11,6 +11,7 @@ import libcst as cst
 
 from npu_port.codemods._communicators import portable_statement
 from npu_port.transpiler.analysis.imports import dotted_name, iter_scope_statements, leftmost_name
+from npu_port.transpiler.analysis.kernels import kernel_functions
 from npu_port.transpiler.core.report import Severity
 from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables.mapping import load_table
@@ -102,6 +103,35 @@ def cuda_only_kernel_import(target: str, module: str) -> Optional[str]:
     if row is None or row.severity == "info" or module.split(".", 1)[0] in _PORTABLE_KERNEL_TOPS:
         return None
     return row.what
+
+
+class KernelScopes:
+    """Whether the innermost function a rule's walk is in launches a GPU kernel (analysis/kernels, with this
+    table's CUDA-only kernel libraries): `enter` / `leave` at each FunctionDef; the file is read on the first
+    question."""
+
+    def __init__(self, ctx) -> None:
+        self._ctx = ctx
+        self._open: list[int] = []  # the source-order indices of the enclosing functions
+        self._next = 0
+        self._launches: Optional[list[bool]] = None
+
+    def enter(self) -> None:
+        self._open.append(self._next)
+        self._next += 1
+
+    def leave(self) -> None:
+        self._open.pop()
+
+    def innermost_launches(self) -> bool:
+        if not self._open:
+            return False
+        if self._launches is None:
+            target = self._ctx.target
+            self._launches = kernel_functions(
+                self._ctx.path, self._ctx.text, lambda m: cuda_only_kernel_import(target, m) is not None) or []
+        index = self._open[-1]
+        return index < len(self._launches) and self._launches[index]
 
 
 def import_finding(row: LibraryRow, text: str, local: str, optional: bool,

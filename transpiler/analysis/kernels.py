@@ -17,19 +17,10 @@ from typing import Optional
 
 from npu_port.transpiler.analysis.project_devices import _parse, names_from_project
 from npu_port.transpiler.analysis.project_modules import module_text
+from npu_port.transpiler.analysis.source_facts import dotted
 
 _TRITON_DECORATOR = re.compile(r"^[ \t]*@triton\.(?:jit|autotune|heuristics)\b", re.M)
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
-
-
-def _dotted(node: ast.AST) -> Optional[str]:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        return ".".join([node.id, *reversed(parts)])
-    return None
 
 
 def _kernel_module(text: str, is_library: Callable[[str], bool]) -> bool:
@@ -53,7 +44,7 @@ def kernel_functions(path: str, text: str, is_library: Callable[[str], bool]) ->
     libraries: set[str] = set()  # local names bound to a kernel library's module
     for node in ast.walk(tree):
         if isinstance(node, _FUNCTIONS) and any(
-                (_dotted(d.func if isinstance(d, ast.Call) else d) or "").startswith(
+                (dotted(d.func if isinstance(d, ast.Call) else d) or "").startswith(
                     ("triton.jit", "triton.autotune", "triton.heuristics")) for d in node.decorator_list):
             kernels.add(node.name)
         elif isinstance(node, ast.Import):
@@ -85,7 +76,7 @@ def _launches(fn: ast.AST, kernels: set[str], libraries: set[str], is_library: C
             continue
         if isinstance(node, ast.Call):
             func = node.func.value if isinstance(node.func, ast.Subscript) else node.func  # kernel[grid](...)
-            name = _dotted(func) or ""
+            name = dotted(func) or ""
             if name in kernels or name.split(".")[0] in libraries:
                 return True
         elif isinstance(node, ast.Import) and any(is_library(a.name) for a in node.names) \
