@@ -262,6 +262,11 @@ class PositionFinder:
             func = expr.func
             if dotted_name(func) == "str" and expr.args:
                 return self._compared(expr.args[0].value)
+            # `os.getenv("DEVICE", "cuda") == "cuda"`, `getattr(args, "device", "cuda") == "cuda"`: a read of
+            # the setting by name, compared as the setting is (its default changes with it).
+            read = setting_read(expr)
+            if read is not None and self.policy.names_setting(read[0]):
+                return True
             name = func.attr.value if isinstance(func, cst.Attribute) else dotted_name(func)
             return name is not None and name != "" and name.rsplit(".", 1)[-1] in names
         if isinstance(expr, cst.Attribute) and expr.attr.value == "type":
@@ -282,16 +287,26 @@ class PositionFinder:
 _EQUALITY_ASSERTS = frozenset({"assertEqual", "assertEquals", "assertNotEqual", "assertNotEquals"})
 
 
-def setting_lookup(call: cst.Call) -> Optional[tuple[str, cst.BaseExpression]]:
-    """(name, default) of a lookup by a literal name with a default: `getattr(args, "backend", "nccl")`,
-    `kwargs.get("device", "cuda")`, `.pop(...)`, `.setdefault(...)`; else None."""
+def setting_read(call: cst.Call) -> Optional[tuple[str, Optional[cst.BaseExpression]]]:
+    """(name, default or None) of a lookup by a literal name: `getattr(args, "backend"[, "nccl"])`,
+    `kwargs.get("device"[, "cuda"])`, `.pop(...)`, `.setdefault(...)`, `os.getenv("DEVICE"[, "cuda"])`;
+    else None."""
     args = [a for a in call.args if a.keyword is None and not a.star]
     func = call.func
-    if isinstance(func, cst.Name) and func.value == "getattr" and len(args) == 3:
-        key, default = args[1].value, args[2].value
-    elif isinstance(func, cst.Attribute) and func.attr.value in ("get", "pop", "setdefault") and len(args) == 2:
-        key, default = args[0].value, args[1].value
+    method = func.attr.value if isinstance(func, cst.Attribute) else None
+    if isinstance(func, cst.Name) and func.value == "getattr" and len(args) in (2, 3):
+        key, rest = args[1].value, args[2:]
+    elif method in ("get", "pop", "setdefault") and len(args) in (1, 2):
+        key, rest = args[0].value, args[1:]
+    elif (method == "getenv" or (isinstance(func, cst.Name) and func.value == "getenv")) and len(args) in (1, 2):
+        key, rest = args[0].value, args[1:]
     else:
         return None
     name = string_value(key)
-    return (name, default) if name is not None else None
+    return (name, rest[0].value if rest else None) if name is not None else None
+
+
+def setting_lookup(call: cst.Call) -> Optional[tuple[str, cst.BaseExpression]]:
+    """(name, default) of a lookup by a literal name with a default (see setting_read); else None."""
+    found = setting_read(call)
+    return (found[0], found[1]) if found is not None and found[1] is not None else None
