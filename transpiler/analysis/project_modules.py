@@ -164,7 +164,8 @@ def project_root_of(path: str, module: str) -> Optional[str]:
         return root
     folder = os.path.dirname(os.path.abspath(path))
     while True:
-        if os.path.isfile(os.path.join(folder, top, "__init__.py")) and folder != root:
+        if folder != root and (os.path.isfile(os.path.join(folder, top, "__init__.py"))
+                               or _namespace_module(folder, module)):
             return folder
         if any(os.path.exists(os.path.join(folder, m)) for m in PROJECT_MARKERS):
             return root
@@ -172,6 +173,18 @@ def project_root_of(path: str, module: str) -> Optional[str]:
         if parent == folder:
             return root
         folder = parent
+
+
+def _namespace_module(folder: str, module: str) -> bool:
+    """Whether `module` is a module or folder of modules under `folder` in a package without __init__.py
+    (a namespace package, PEP 420: `picotron/model.py` beside `train.py`)."""
+    base = os.path.join(folder, *module.split("."))
+    if "." in module and os.path.isfile(base + ".py"):
+        return True
+    try:
+        return os.path.isdir(base) and any(name.endswith(".py") for name in os.listdir(base))
+    except OSError:
+        return False
 
 
 def project_defines(path: str, module: str, names: tuple[str, ...]) -> Optional[bool]:
