@@ -382,11 +382,13 @@ def vendor_class_guard(node: cst.ClassDef) -> Optional[Guard]:
 
 def nvidia_guard(node: cst.CSTNode) -> Optional[Guard]:
     """`is_nvidia and torch.cuda.get_device_capability()[0] >= 9`, `if torch.version.cuda: ...`: code
-    that asks NVIDIA-only questions behind a vendor test."""
+    that asks NVIDIA-only questions behind a vendor test, or an `and` chain with one."""
     if isinstance(node, cst.If):
         return NVIDIA_ONLY if any(_NVIDIA_TEST.search(code(t)) for t in chain_tests(node)) else None
     if isinstance(node, cst.BooleanOperation) and isinstance(node.operator, cst.And):
-        return NVIDIA_ONLY if _NVIDIA_TEST.search(code(node.left)) else None
+        # The whole chain: `torch.cuda.is_available() and torch.version.hip is not None` asks for a ROCm GPU,
+        # availability included; renamed in part it would ask for an NPU that is a ROCm GPU.
+        return NVIDIA_ONLY if _NVIDIA_TEST.search(code(node)) else None
     if isinstance(node, cst.IfExp):
         return NVIDIA_ONLY if _NVIDIA_TEST.search(code(node.test)) else None
     return None
