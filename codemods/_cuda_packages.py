@@ -15,6 +15,9 @@ from npu_port.transpiler.tables.mapping import available_targets, load_table
 # PEP 508: the name, then extras, a version, `@ url` or `; marker`.
 _REQUIREMENT = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:\[[^\]]*\])?\s*(?:[<>=!~;@(]|$)")
 _EGG = re.compile(r"[#&]egg=([A-Za-z0-9][A-Za-z0-9._-]*)")
+# A VCS requirement without #egg= is known by its repository's name (`git+https://github.com/NVIDIA/apex`,
+# `git+https://github.com/NVIDIA/TransformerEngine.git@v1.7`); matched with separators ignored (see matches).
+_VCS = re.compile(r"(?:git|hg|svn|bzr)\+[a-z]+://[^\s@#]*/([A-Za-z0-9][A-Za-z0-9._-]*?)(?:\.git)?(?:[@#]\S*)?$")
 # conda: `[channel::]name[=version[=build]]`, `name>=1.2`, `name 1.2.*`
 _CONDA = re.compile(r"\s*(?:[A-Za-z0-9_.-]+::)?([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?:[<>=!~ ]|$)")
 
@@ -35,9 +38,12 @@ class PackageRow:
     ascend_from: str = ""  # the first release that runs on Ascend: only a requirement that rules it out is reported
 
     def matches(self, name: str) -> bool:
-        if self.name.endswith("*"):
-            return name.startswith(self.name[:-1])
-        return name == self.name
+        # A name without separators (a repository's: TransformerEngine) may spell the distribution
+        # (transformer-engine) without them.
+        own = self.name if "-" in name else self.name.replace("-", "")
+        if own.endswith("*"):
+            return name.startswith(own[:-1])
+        return name == own
 
 
 def normalise(name: str) -> str:
@@ -83,6 +89,9 @@ def requirement_name(text: str) -> Optional[str]:
     egg = _EGG.search(text)
     if egg:
         return normalise(egg.group(1))
+    vcs = _VCS.match(text)
+    if vcs:
+        return normalise(vcs.group(1))
     if not text or text.startswith(("-", "#", ".", "/")) or "://" in text.split("@", 1)[0]:
         return None
     m = _REQUIREMENT.match(text)
@@ -121,11 +130,20 @@ def match_conda(target: str, spec: str) -> Optional[tuple[str, PackageRow]]:
     return None
 
 
+# A CUDA version in an image's tag: `-cu124-`, `cuda12.1`, `cuda-12.4` (not `cuda-python`, not `cu` in a word).
+_CUDA_TAG = re.compile(r"(?<![a-z0-9])cu(?:da)?[-_]?1[0-9](?:\.?[0-9])*(?![a-z])")
+
+
 def match_image(target: str, image: str) -> Optional[PackageRow]:
-    """A Docker base image (`nvidia/cuda:12.4.1-devel-ubuntu22.04`) built on CUDA."""
+    """A Docker base image (`nvidia/cuda:12.4.1-devel-ubuntu22.04`) built on CUDA. The table's row without a
+    name stands for any other image whose tag names a CUDA version (`someone/verl:th2.4.0-cu124-base`)."""
     name = image.lower().removeprefix("docker.io/")
+    tag = name.rsplit("/", 1)[-1].partition(":")[2]
     for row in image_rows(target):
-        if name.startswith(row.name) and (not row.only_with or row.only_with in name):
+        if not row.name:
+            if _CUDA_TAG.search(tag):
+                return row
+        elif name.startswith(row.name) and (not row.only_with or row.only_with in name):
             return row
     return None
 

@@ -61,7 +61,9 @@ class CudaOnlyDepsManifest(TextRule):
         installs in its recipes (`uv pip install flash-attn`). Every requirement of a
         distribution with no Ascend build (`cupy-cuda*`, `flash-attn`, `bitsandbytes`, `xformers`,
         `apex`, `nvidia-*` wheels, `triton`, whose Ascend backend is `triton-ascend`, ...) and every
-        CUDA base image (`nvidia/cuda`, NGC images) is reported on its line. A `pip uninstall` of
+        CUDA base image (`nvidia/cuda`, NGC images, any image whose tag names a CUDA version:
+        `-cu124-`, `cuda12.1`) is reported on its line. A requirement installed from its repository
+        (`git+https://github.com/NVIDIA/apex`) is known by `#egg=` or else by the repository's name. A `pip uninstall` of
         such a package is info (it ports nothing and breaks nothing). In a Dockerfile built on a
         CUDA image, each `RUN` / `ENV` / `ARG` line that still names the CUDA stack
         (`/usr/local/cuda`, cuDNN and NCCL downloads, `nvcc`, `nsys`, an apex or triton build) is

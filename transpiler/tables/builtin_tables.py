@@ -205,7 +205,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
         {'to_device': ['tensordict.*']},
     ),
     ('ascend', 'cuda_only_packages'): (
-        'a7693b465f71f2b15bab11f889280122',
+        '2edae741004d1502345cabe610079909',
         {'rows': [{'name': 'cupy-cuda*',
                    'what': 'CuPy built for CUDA',
                    'hint': 'CuPy has no Ascend build; use torch tensors on the NPU (or NumPy on the host) and drop the '
@@ -339,7 +339,11 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                      'what': 'a verl image built on CUDA',
                      'hint': "build on an Ascend CANN image instead, as verl's docker/ascend Dockerfiles do, and install "
                              "verl's NPU requirements",
-                     'only_with': '-cu1'}]},
+                     'only_with': '-cu1'},
+                    {'name': '',
+                     'what': 'an image built on CUDA (its tag names the CUDA version)',
+                     'hint': 'build on an Ascend CANN image (for example an ascendai/cann or vllm-ascend image) that '
+                             'matches the host driver'}]},
     ),
     ('ascend', 'cuda_probes'): (
         'bba4b6066bc164c88a65f1c9ad7ed70a',
