@@ -10,6 +10,7 @@ import libcst as cst
 from npu_port.transpiler.analysis.dispatch import code, npu_framework_file
 from npu_port.transpiler.analysis.imports import dotted_name, iter_scope_statements
 from npu_port.transpiler.analysis.literals import string_value
+from npu_port.transpiler.analysis.positions import setting_read
 from npu_port.transpiler.core.rules import PythonRule
 
 # A test that is true on the NPU: torch.npu's availability or count asked, a device compared with "npu", an
@@ -73,6 +74,8 @@ class HalfPortedCondition(PythonRule):
         - a conditional whose arms are swapped: `"nccl" if device.type == "npu" else "hccl"`,
           `"hccl" if torch.cuda.is_available() else "nccl"`; or that gives the NPU when a name bound to a
           CUDA test says it found CUDA: `"npu" if on_gpu else "cpu"`, `torch.npu if on_gpu else torch.cpu`.
+        - a lookup of a setting whose default is one device's name compared with the other's:
+          `os.environ.get("DEVICE", "npu") == "cuda"`, `getattr(args, "backend", "hccl") != "nccl"`.
         An `and` chain with an NPU test holds on the NPU alone (`not busy and torch.npu.is_available()`).
         A name the module binds to one device's test alone (`_IS_CUDA = torch.npu.is_available()`,
         `is_cuda_available = torch.cuda.is_available()`) is that device's test where it is used. Also `torch.random.fork_rng(devices=["npu"])` without `device_type` (it defaults
@@ -224,6 +227,21 @@ class HalfPortedCondition(PythonRule):
             self.report(node, f'this conditional gives the NPU\'s `{code(node.body).strip()}` when it finds CUDA: the '
                               "value was ported and its test was not, so an NPU host gets the other arm",
                         severity="error", hint="test for the NPU (torch.npu.is_available()) where the NPU is given")
+
+    def visit_Comparison(self, node: cst.Comparison) -> None:
+        # `os.environ.get("DEVICE", "npu") == "cuda"`: a lookup whose default names one device, compared with
+        # the other's name: the default was ported and the comparison was not (or the reverse).
+        if len(node.comparisons) != 1 or not isinstance(node.comparisons[0].operator, (cst.Equal, cst.NotEqual)):
+            return
+        for read, other in ((node.left, node.comparisons[0].comparator), (node.comparisons[0].comparator, node.left)):
+            found = setting_read(read) if isinstance(read, cst.Call) else None
+            default = _device_value(found[1], _CUDA_VALUES | _NPU_VALUES) if found and found[1] is not None else None
+            compared = _device_value(other, _CUDA_VALUES | _NPU_VALUES)
+            if default and compared and (default.split(":")[0] in _NPU_VALUES) != (compared.split(":")[0] in _NPU_VALUES):
+                self.report(node, f'`{found[0]}` defaults to "{default}" here and is compared with "{compared}": '  # type: ignore[index]
+                                  "where it is not set, the test answers as for the other device: a decision ported in part",
+                            severity="error", hint="give the default and the compared value the same device's name")
+                return
 
     def visit_Call(self, node: cst.Call) -> None:
         self._fork_rng(node)
