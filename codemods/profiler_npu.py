@@ -61,6 +61,9 @@ LEFT_WHOLE = ("ProfilerActivity.{} has no Ascend NPU counterpart: this file's pr
               "(it profiles the CPU side on an NPU host; a torch_npu enum without that member would raise)")
 _ACTIVITY_MEMBER = re.compile(r"\bProfilerActivity\s*\.\s*([A-Za-z_]\w*)")
 MISSING_METHOD = "`.{}()` of a profiler: torch_npu.profiler.profile lacks it"
+KEPT_FOR_METHOD = ("`.{}()` of a profiler: torch_npu.profiler.profile lacks it, so this file's profiler is left whole on "
+                   "torch.profiler (it profiles the CPU side on an NPU host)")
+_METHOD_CALL = re.compile(r"\.\s*([A-Za-z_]\w*)\s*\(")
 
 
 def _with_commas(aliases: Sequence[cst.ImportAlias], original_last_comma) -> list[cst.ImportAlias]:
@@ -100,9 +103,10 @@ class ProfilerToNpu(PythonRule):
         record_function, stay on a separate `from torch.profiler import` line) and in attribute uses
         (`torch.profiler.profile(...)` -> `torch_npu.profiler.profile(...)`). `ProfilerActivity.CUDA`
         becomes `ProfilerActivity.NPU` where ProfilerActivity is the profiler's enum; a user enum's
-        `.CUDA` never changes. Reports `use_cuda=`/`use_device=` on profilers, `emit_nvtx`, torch's
-        `_ExperimentalConfig`, and `key_averages()` in files whose profiler moved (torch_npu's
-        profile has no such method). The table is codemods/data/<target>/profiler.yaml.
+        `.CUDA` never changes. A file that uses an activity torch_npu lacks (XPU, MTIA) or calls a method
+        its profile lacks (`prof.key_averages()`) keeps all of its profiler on torch.profiler. Reports `use_cuda=`/`use_device=` on profilers, `emit_nvtx`, torch's
+        `_ExperimentalConfig`, and `key_averages()` in files written for torch_npu's profiler already
+        (it has no such method). The table is codemods/data/<target>/profiler.yaml.
 
     Why:
         torch.profiler records no NPU activity; torch_npu.profiler is the Ascend profiler with the
@@ -144,13 +148,17 @@ class ProfilerToNpu(PythonRule):
         # profiler on torch.profiler; moved alone, its line raises AttributeError (at import, for a
         # module-level set) and the rest would mix two enums.
         self._whole = frozenset(m for m in _ACTIVITY_MEMBER.findall(ctx.text) if not self._has_counterpart(m))
+        # The same for a method the file calls that torch_npu's profile lacks (`prof.key_averages()`): moved, the
+        # profiler would be written into a call that raises.
+        self._kept_for = sorted({m for m in _METHOD_CALL.findall(ctx.text) if m in self.table.missing_methods})
+        self._keep = bool(self._whole or self._kept_for)
 
     def _has_counterpart(self, member: str) -> bool:
         return member in self.table.activity_members or member in self.table.activity_renames or member.startswith("_")
 
     # -- imports ---------------------------------------------------------------------------
     def leave_SimpleStatementLine(self, original: cst.SimpleStatementLine, updated: cst.SimpleStatementLine):
-        if self._whole:
+        if self._keep:
             return updated
         body = self._split_imports(updated.body)
         if body is None:
@@ -167,7 +175,7 @@ class ProfilerToNpu(PythonRule):
         return updated.with_changes(body=body)
 
     def leave_SimpleStatementSuite(self, original: cst.SimpleStatementSuite, updated: cst.SimpleStatementSuite):
-        body = None if self._whole else self._split_imports(updated.body)
+        body = None if self._keep else self._split_imports(updated.body)
         if body is None or self.ctx.is_silenced(original, self.ID) or self._keeps_cuda(original):
             return updated
         self._note_import(original)
@@ -239,7 +247,11 @@ class ProfilerToNpu(PythonRule):
             return updated
         if attr == "profile" and owner in (self.table.cuda_module, self.table.npu_module):
             self._profilers.add(owner)
-        if self._whole:
+        if f"{owner}.{attr}" in self.table.reported:
+            self.report(original, REPORTED.format(f"{owner}.{attr}"),
+                        hint=self.table.reported[f"{owner}.{attr}"])
+            return updated
+        if self._keep:
             if owner == f"{self.table.npu_module}.ProfilerActivity" and attr in self._whole:
                 self.report(original, f"{owner} has no member {attr}: AttributeError where this line runs",
                             severity="error", hint=self.table.activity_hint)
@@ -254,9 +266,6 @@ class ProfilerToNpu(PythonRule):
             return self.rewrite(original, updated, new, f"{owner}.{attr} -> {self.table.npu_module}.{attr}")
         if owner in (f"{self.table.cuda_module}.ProfilerActivity", f"{self.table.npu_module}.ProfilerActivity"):
             return self._activity(original, updated, attr)
-        if f"{owner}.{attr}" in self.table.reported:
-            self.report(original, REPORTED.format(f"{owner}.{attr}"),
-                        hint=self.table.reported[f"{owner}.{attr}"])
         return updated
 
     def _activity(self, original: cst.Attribute, updated: cst.Attribute, member: str):
@@ -282,6 +291,9 @@ class ProfilerToNpu(PythonRule):
         # Moved here: a warning beside the change. Written so already (a port), with no torch profiler in the
         # file that the call could be made on: the call raises AttributeError (check's error).
         ported = self._profilers == {self.table.npu_module}
+        if self._kept_for and not ported and self._method_uses:
+            self.report(self._method_uses[0], KEPT_FOR_METHOD.format(self._method_uses[0].attr.value),
+                        hint=self.table.missing_method_hint)
         if self.profile_moved or ported:
             for node in self._method_uses:
                 self.report(node, MISSING_METHOD.format(node.attr.value) + ("" if self.profile_moved else
