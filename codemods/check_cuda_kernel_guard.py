@@ -44,7 +44,8 @@ class CudaKernelGuard(PythonRule):
         - `if x.device.type != "npu": raise ...("... requires CUDA ...")`, the same guard as an `if`;
         - `.is_npu` outside an assert, in a function that launches a GPU kernel (a Triton kernel, a call of a
           CUDA-only kernel library, a function imported from a module of the project that defines Triton
-          kernels or imports such a library), such as `if x.is_npu:` in front of a Triton launch.
+          kernels or imports such a library; any function of a module that registers operators for CUDA alone,
+          `torch.library.custom_op(..., device_types="cuda")`), such as `if x.is_npu:` in front of a Triton launch.
 
     Why:
         `assert x.is_cuda` is the last line before a kernel that runs on CUDA alone; convert leaves it (with
@@ -73,7 +74,8 @@ class CudaKernelGuard(PythonRule):
         # A guard: an `assert` of `.is_npu`, or a `raise` beside an NPU test (`.is_npu`, an "npu" value); and
         # a reason (a message that says CUDA, or a CUDA-only kernel library imported: every part of its name
         # spelled in the code, or a `*_cuda` extension). The guard's words are the cheaper question.
-        if facts.has_word("is_npu") and (facts.has_word("triton") or imports_from_project(facts, beside=True)) \
+        if facts.has_word("is_npu") and (facts.has_word("triton", "device_types", "register_kernel")
+                                         or imports_from_project(facts, beside=True)) \
                 and not npu_framework_file(facts.path, facts.code):  # (vllm-ascend's Triton kernels are NPU ones)
             return True  # `.is_npu` in a function that launches a kernel (its own Triton one, or a wrapper)
         if not (facts.has_all_words("assert", "is_npu") or facts.has_word("raise") and (

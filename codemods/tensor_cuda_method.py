@@ -88,7 +88,10 @@ class TensorCudaMethod(PythonRule):
         object that is not an imported module, but not in an `assert`: `assert x.is_cuda` guards a kernel
         that runs on CUDA alone (reported, info), unless it asserts where the code just put the object
         (`assert torch.ones(1).cuda().is_cuda`, `m = Net().cuda()` then `assert m.weight.is_cuda` in the
-        same scope): that `.cuda()` is ported, so is the assert, which would fail on the NPU.
+        same scope): that `.cuda()` is ported, so is the assert, which would fail on the NPU. Nor where it
+        picks a GPU kernel: in a function that launches one (a Triton kernel, DeepGEMM, CuTe, a project's
+        kernel wrapper), or anywhere in a module that registers operators for CUDA alone
+        (`torch.library.custom_op(..., device_types="cuda")`): left, with a warning.
 
     Why:
         torch_npu adds `Tensor.npu`, `Module.npu` and `Tensor.is_npu`; `.cuda()` fails without CUDA. A

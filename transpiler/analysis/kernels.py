@@ -1,7 +1,9 @@
 """Which functions of a file launch a GPU kernel: a Triton kernel (`kernel[grid](...)`, a `@triton.jit` function
 of the file), a function of a kernel library (DeepGEMM, CuTe, a `*_cuda` extension: the caller says which
 modules are such), or a function imported from a module of the project that defines Triton kernels or imports
-such a library (the wrapper that launches them).
+such a library (the wrapper that launches them). In a module that registers operators for CUDA devices alone
+(`torch.library.custom_op(..., device_types="cuda")`) every function counts: its eligibility tests
+(`return x.is_cuda and x.ndim == 4`) pick those operators.
 
 A device test in such a function (`if x.is_cuda: kernel[grid](...) else: fallback(x)`) picks the kernel path:
 renamed for the NPU, it sends NPU tensors into a kernel written for CUDA where the original took the fallback.
@@ -20,6 +22,11 @@ from npu_port.transpiler.analysis.project_modules import module_text
 from npu_port.transpiler.analysis.source_facts import dotted
 
 _TRITON_DECORATOR = re.compile(r"^[ \t]*@triton\.(?:jit|autotune|heuristics)\b", re.M)
+# A module that registers its own operators for CUDA devices (`@torch.library.custom_op(..., device_types="cuda")`,
+# `triton_op`, `.register_kernel("cuda")`, `torch.library.impl(lib, "op", "CUDA")`): every device test in it
+# decides whether those operators (kernels for CUDA alone) run, wherever the test sits.
+_CUDA_OPERATORS = re.compile(r"""device_types\s*=\s*[(\[]?\s*["']cuda["']|register_kernel\(\s*["']cuda["']"""
+                             r"""|\bimpl\([^()\n]*,\s*["']CUDA["']\s*\)""")
 _FUNCTIONS = (ast.FunctionDef, ast.AsyncFunctionDef)
 
 
@@ -40,6 +47,8 @@ def kernel_functions(path: str, text: str, is_library: Callable[[str], bool]) ->
     tree = _parse(text)
     if tree is None:
         return None
+    if _CUDA_OPERATORS.search(text):
+        return [True] * sum(isinstance(n, _FUNCTIONS) for n in ast.walk(tree))
     kernels: set[str] = set()  # names that launch kernels when called
     libraries: set[str] = set()  # local names bound to a kernel library's module
     for node in ast.walk(tree):
