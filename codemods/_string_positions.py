@@ -396,7 +396,10 @@ class _Sinks:
             return True
         if self.methods is not None and facts.search_code(self.methods):
             return True
-        return any(self._names_setting(w) for w in facts.words) or facts.any_string(self._names_setting)
+        # A string may name a setting whole (a dict key, `getattr(x, "device")`) or as the last part of a patch
+        # target (`monkeypatch.setattr("pkg.utils.device_type", "cuda")`).
+        return any(self._names_setting(w) for w in facts.words) or facts.any_string(
+            lambda s: self._names_setting(s.rsplit(".", 1)[-1]))
 
     def _names_setting(self, name: str) -> bool:
         name = name.lstrip("-").replace("-", "_").lower()  # as PositionPolicy.names_setting reads a name

@@ -23,7 +23,7 @@ import libcst as cst
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.analysis.npu_patching import framework_project, patched_by
 from npu_port.transpiler.analysis.positions import setting_lookup
-from npu_port.transpiler.analysis.project_devices import kept_cuda_calls
+from npu_port.transpiler.analysis.project_devices import VENDOR_TEST, kept_cuda_calls
 from npu_port.transpiler.core.report import Severity
 
 
@@ -64,8 +64,7 @@ NPU_WORD = re.compile(r"(?<![a-z])(?:npu|hccl|ascend)(?![a-z])", re.I)
 # The NPU named by code rather than prose: torch.npu, torch_npu, is_*npu*_available(), an "npu"/"hccl" value.
 _NPU_CODE = re.compile(r"""\btorch\.npu\b|\btorch_npu\b|\bis_\w*npu\w*|["'](?:npu|NPU|hccl|HCCL)(?::[^"'\n]*)?["']""")
 # Vendor tests whose true side is NVIDIA-only code (ROCm reuses torch.cuda, so `torch.version.hip` counts).
-_NVIDIA_TEST = re.compile(r"\bis_nvidia\w*|\btorch\.version\.(?:cuda|hip)\b|\bis_(?:rocm|hip|amd)\b"
-                          r"|\b(?:hip|rocr|rocm)_\w+|\b(?:HIP|ROCR)_VISIBLE_DEVICES\b")
+_NVIDIA_TEST = VENDOR_TEST
 _ROCM_VARIABLES = re.compile(r"\b(?:HIP|ROCR)_VISIBLE_DEVICES\b")
 _ENV_NAME_LITERAL = re.compile(r"""["']([A-Z][A-Z0-9]*_[A-Z0-9_]+)["']""")  # "CUDA_VISIBLE_DEVICES", "LOCAL_RANK"
 _TORCH_GETATTR = re.compile(r"\bgetattr\(\s*torch\s*,\s*[A-Za-z_]")
@@ -557,9 +556,9 @@ def _tested_dispatch(fn: cst.FunctionDef, kept: dict[str, frozenset[str]]) -> Op
     for local in sorted(kept):
         both = sorted(mocked & kept[local])
         if both and re.search(rf"(?<![\w.]){re.escape(local)}\b", text):
-            return Guard(f"this test mocks `torch.cuda.{both[0]}` to drive `{local}`, project code that picks the "
-                         "device itself (it also handles the NPU) and keeps that call: the mock and what the test "
-                         "expects of the CUDA path stay with it")
+            return Guard(f"this test mocks `torch.cuda.{both[0]}` to drive `{local}`, project code that keeps that "
+                         "call (it handles the NPU apart, or asks CUDA behind a vendor test): the mock and what the "
+                         "test expects of the CUDA path stay with it")
     return None
 
 

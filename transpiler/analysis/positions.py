@@ -176,6 +176,7 @@ class PositionFinder:
                 yield from string_leaves(arg.value)
         yield from self._defaults_of_lookups(call)
         yield from self._patched_returns(call)
+        yield from self._patched_setting(call)
         if isinstance(func, cst.Attribute) and func.attr.value in ("startswith", "endswith") \
                 and self._compared(func.value) and positional:
             yield from string_leaves(positional[0].value)  # str(x.device).startswith("cuda")
@@ -210,6 +211,27 @@ class PositionFinder:
             for arg in call.args:
                 if arg.keyword is not None and arg.keyword.value == "return_value":
                     yield from string_leaves(arg.value)
+
+    def _patched_setting(self, call: cst.Call) -> Iterator[cst.BaseExpression]:
+        """The value a setting is set to by name, as an assignment would set it: `setattr(args, "device", v)`,
+        `monkeypatch.setattr("pkg.utils.device_type", v)`, `patch("pkg.DEVICE", v)` / `new=v`,
+        `patch.object(mod, "device", v)`."""
+        func = call.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if name not in ("setattr", "patch", "object"):
+            return
+        positional = [a.value for a in call.args if a.keyword is None and not a.star]
+        value = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == "new"), None)
+        if len(positional) >= 3 and name != "patch":
+            setting, value = string_value(positional[1]), positional[2]
+        elif positional and name != "object":
+            target = string_value(positional[0])
+            setting = target.rsplit(".", 1)[-1] if target and "." in target else None
+            value = positional[1] if len(positional) >= 2 else value
+        else:
+            return
+        if value is not None and self.policy.names_setting(setting):
+            yield from string_leaves(value)
 
     def _defaults_of_lookups(self, call: cst.Call) -> Iterator[cst.BaseExpression]:
         """The default of a lookup of a setting by name (see setting_lookup)."""

@@ -67,14 +67,18 @@ def imported_npu_values(path: str, text: str) -> frozenset[str]:
 
 # A call of a torch.cuda function (`torch.cuda.is_available()`): what a test's mock of it reaches.
 _CUDA_CALLED = re.compile(r"\btorch\.cuda\.(\w+)\s*\(")
+# Vendor tests whose true side is NVIDIA-only code (ROCm reuses torch.cuda, so `torch.version.hip` counts): code
+# behind one, or an `and` chain with one, keeps its torch.cuda calls (analysis/dispatch, nvidia_guard).
+VENDOR_TEST = re.compile(r"\bis_nvidia\w*|\btorch\.version\.(?:cuda|hip)\b|\bis_(?:rocm|hip|amd)\b"
+                         r"|\b(?:hip|rocr|rocm)_\w+|\b(?:HIP|ROCR)_VISIBLE_DEVICES\b")
 
 
 def kept_cuda_calls(path: str, text: str) -> dict[str, frozenset[str]]:
     """For each name that `text`, the file at `path`, imports from its own project, the torch.cuda functions
-    its defining module calls where that module also names the NPU in code: such a module picks the device
-    itself and its CUDA test stays as written (analysis/dispatch), so a test that mocks one of those
-    functions and calls the name drives that CUDA path, which the port keeps. Names whose module calls none
-    are left out."""
+    its defining module calls where that module also names the NPU in code (such a module picks the device
+    itself and its CUDA test stays as written, analysis/dispatch), or that the name's function asks behind a
+    vendor test (kept too): a test that mocks one of those functions and calls the name drives that CUDA path,
+    which the port keeps. Names whose module calls none are left out."""
     if not path or path.startswith("<") or "import" not in text:
         return {}
     found: dict[str, frozenset[str]] = {}
@@ -93,11 +97,52 @@ def kept_cuda_calls(path: str, text: str) -> dict[str, frozenset[str]]:
             if source is None or "torch.cuda" not in source:
                 continue
             code = "".join(line.split("#", 1)[0] + "\n" for line in source.splitlines())
-            if _NPU_CODE.search(code):
-                calls = frozenset(_CUDA_CALLED.findall(code))
-                if calls:
-                    found[alias] = calls
+            calls = frozenset(_CUDA_CALLED.findall(code)) if _NPU_CODE.search(code) else _vendor_kept(code, name)
+            if calls:
+                found[alias] = calls
     return found
+
+
+def _vendor_kept(code: str, name: str) -> frozenset[str]:
+    """The torch.cuda functions that the module's function `name`, and the module's functions it calls, ask
+    only behind a vendor test (`torch.cuda.is_available() and torch.version.hip is None`), which the port
+    keeps; a function asked elsewhere in them too (ported there) is left out."""
+    if "torch.cuda" not in code or not VENDOR_TEST.search(code):
+        return frozenset()
+    tree = _parse(code)
+    if tree is None:
+        return frozenset()
+    lines = code.splitlines(keepends=True)
+    functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    kept: set[str] = set()
+    plain: set[str] = set()
+    todo, seen = [name], set()
+    while todo:
+        current = todo.pop()
+        if current in seen or current not in functions:
+            continue
+        seen.add(current)
+        guarded: set[int] = set()
+        for node in ast.walk(functions[current]):
+            test = node if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And) else \
+                node.test if isinstance(node, (ast.If, ast.IfExp)) else None
+            if test is not None and VENDOR_TEST.search(_segment(lines, test)):
+                guarded.update(id(n) for n in ast.walk(node))
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
+                todo.append(node.func.id)
+        for node in ast.walk(functions[current]):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and _dotted(node.func.value) == "torch.cuda":
+                (kept if id(node) in guarded else plain).add(node.func.attr)
+    return frozenset(kept - plain)
+
+
+def _dotted(node: ast.AST) -> str:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.insert(0, node.attr)
+        node = node.value
+    return ".".join([node.id, *parts]) if isinstance(node, ast.Name) else ""
 
 
 # A device value compared with CUDA's name: `x == "cuda"`, `"cuda:0" != x`, `x in ("cuda", ...)`,
