@@ -103,6 +103,43 @@ def kept_cuda_calls(path: str, text: str) -> dict[str, frozenset[str]]:
     return found
 
 
+_NPU_CALLED = re.compile(r"\btorch\.npu\.(\w+)\s*\(")
+
+
+def cuda_only_reads(path: str, text: str) -> dict[str, tuple[str, dict[str, int]]]:
+    """For each name that `text`, the file at `path`, imports from its own project: (its module's file, {f: line})
+    of the torch.cuda functions that module calls and never calls on torch.npu (comments dropped); names whose
+    module has none are left out. A test that patches `torch.npu.f` and calls such a name misses the code."""
+    found: dict[str, tuple[str, dict[str, int]]] = {}
+    for root, qualified, name, alias in names_from_project(path, text):
+        module = f"{qualified}.{name}" if qualified and module_text(root, f"{qualified}.{name}") is not None \
+            else qualified
+        source = module_text(root, module) if module else None
+        if source is None or "torch.cuda" not in source:
+            continue
+        code = "".join(line.split("#", 1)[0] + "\n" for line in source.splitlines())
+        # Of a function: what it and the module's functions it calls run; of anything else, the whole module.
+        tree = _parse(code) if module == qualified else None
+        functions = _reachable(tree, name) if tree is not None else []
+        spans = [(f.lineno, f.end_lineno or f.lineno) for f in functions] or [(1, code.count("\n") + 1)]
+        ported = _called_within(_NPU_CALLED, code, spans)
+        reads = {f: line for f, line in _called_within(_CUDA_CALLED, code, spans).items() if f not in ported}
+        if reads:
+            base = os.path.join(root, *module.split("."))
+            found[alias] = (os.path.join(base, "__init__.py") if _is_package(root, module) else base + ".py", reads)
+    return found
+
+
+def _called_within(pattern: re.Pattern, code: str, spans: list[tuple[int, int]]) -> dict[str, int]:
+    """The functions `pattern` finds called in the given line spans of `code`, each with its first line."""
+    found: dict[str, int] = {}
+    for m in pattern.finditer(code):
+        line = code.count("\n", 0, m.start()) + 1
+        if any(a <= line <= b for a, b in spans):
+            found.setdefault(m.group(1), line)
+    return found
+
+
 def _vendor_kept(code: str, name: str) -> frozenset[str]:
     """The torch.cuda functions that the module's function `name`, and the module's functions it calls, ask
     only behind a vendor test (`torch.cuda.is_available() and torch.version.hip is None`), which the port
@@ -113,28 +150,37 @@ def _vendor_kept(code: str, name: str) -> frozenset[str]:
     if tree is None:
         return frozenset()
     lines = code.splitlines(keepends=True)
-    functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     kept: set[str] = set()
     plain: set[str] = set()
+    for function in _reachable(tree, name):
+        guarded: set[int] = set()
+        for node in ast.walk(function):
+            test = node if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And) else \
+                node.test if isinstance(node, (ast.If, ast.IfExp)) else None
+            if test is not None and VENDOR_TEST.search(_segment(lines, test)):
+                guarded.update(id(n) for n in ast.walk(node))
+        for node in ast.walk(function):
+            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
+                    and _dotted(node.func.value) == "torch.cuda":
+                (kept if id(node) in guarded else plain).add(node.func.attr)
+    return frozenset(kept - plain)
+
+
+def _reachable(tree: ast.Module, name: str) -> list[ast.AST]:
+    """The module's top-level function `name` and those of its functions it calls by name, transitively ([] where
+    `name` is no function of the module)."""
+    functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+    out: list[ast.AST] = []
     todo, seen = [name], set()
     while todo:
         current = todo.pop()
         if current in seen or current not in functions:
             continue
         seen.add(current)
-        guarded: set[int] = set()
-        for node in ast.walk(functions[current]):
-            test = node if isinstance(node, ast.BoolOp) and isinstance(node.op, ast.And) else \
-                node.test if isinstance(node, (ast.If, ast.IfExp)) else None
-            if test is not None and VENDOR_TEST.search(_segment(lines, test)):
-                guarded.update(id(n) for n in ast.walk(node))
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Name):
-                todo.append(node.func.id)
-        for node in ast.walk(functions[current]):
-            if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and _dotted(node.func.value) == "torch.cuda":
-                (kept if id(node) in guarded else plain).add(node.func.attr)
-    return frozenset(kept - plain)
+        out.append(functions[current])
+        todo += [n.func.id for n in ast.walk(functions[current])
+                 if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
+    return out
 
 
 def _dotted(node: ast.AST) -> str:
