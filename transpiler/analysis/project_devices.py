@@ -166,11 +166,11 @@ def _vendor_kept(code: str, name: str) -> frozenset[str]:
     return frozenset(kept - plain)
 
 
-def _reachable(tree: ast.Module, name: str) -> list[ast.AST]:
+def _reachable(tree: ast.Module, name: str) -> list[ast.FunctionDef | ast.AsyncFunctionDef]:
     """The module's top-level function `name` and those of its functions it calls by name, transitively ([] where
     `name` is no function of the module)."""
     functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    out: list[ast.AST] = []
+    out: list[ast.FunctionDef | ast.AsyncFunctionDef] = []
     todo, seen = [name], set()
     while todo:
         current = todo.pop()
