@@ -68,6 +68,7 @@ class HalfPortedCondition(PythonRule):
           ...) or `.cuda()`, and the building of another vendor's platform class (`CudaPlatform()`, at the
           test: a detection renamed so that the NPU picks CUDA's platform); the `else` side is CUDA's and
           is not judged;
+        - in the same body, the profiler's `ProfilerActivity.CUDA`;
         - in the same body, a CUDA value given (`accelerator_type = "cuda"`, `return "nccl"`,
           `return "cuda", torch.float16`): the test was ported, its arm was not; or a module of NVIDIA's stack
           imported (`from triton.backends.nvidia.driver import libcuda_dirs`);
@@ -101,7 +102,7 @@ class HalfPortedCondition(PythonRule):
     ID = "half-ported-condition"
     SAFETY = "report-only"
     GROUP = "check"
-    TRIGGERS = ("cuda", "fork_rng")
+    TRIGGERS = ("cuda", "fork_rng", "ProfilerActivity")
 
     @classmethod
     def scout(cls, facts, options) -> bool:
@@ -110,7 +111,7 @@ class HalfPortedCondition(PythonRule):
         # whose torch.cuda is patched on purpose).
         if not (facts.has_word("npu", "torch_npu", "is_npu") or facts.any_string(lambda s: s.split(":")[0] == "npu")):
             return False
-        return (facts.search_code(_CUDA_CALL_OR_BUILD) or facts.has_word("fork_rng", "nvidia")
+        return (facts.search_code(_CUDA_CALL_OR_BUILD) or facts.has_word("fork_rng", "nvidia", "ProfilerActivity")
                 or facts.any_string(lambda s: s.split(":")[0] in _CUDA_VALUES)) \
             and not npu_framework_file(facts.path, facts.code)
 
@@ -242,6 +243,15 @@ class HalfPortedCondition(PythonRule):
                                   "where it is not set, the test answers as for the other device: a decision ported in part",
                             severity="error", hint="give the default and the compared value the same device's name")
                 return
+
+    def visit_Attribute(self, node: cst.Attribute) -> None:
+        # `if torch.npu.is_available(): activities.append(ProfilerActivity.CUDA)`: the profiler is asked for
+        # CUDA's activity on the NPU (torch_npu's enum has no CUDA member; torch's records nothing there).
+        if self._npu_branches and node.attr.value == "CUDA" and isinstance(node.value, (cst.Name, cst.Attribute)) \
+                and (dotted_name(node.value) or "").rsplit(".", 1)[-1] == "ProfilerActivity":
+            self._report(node, "ProfilerActivity.CUDA", "this branch is taken on the NPU (its `if` tests for it), and "
+                         "asks the profiler for", "CUDA's activity, which records nothing there (torch_npu's enum has "
+                         "no such member)")
 
     def visit_Call(self, node: cst.Call) -> None:
         self._fork_rng(node)
