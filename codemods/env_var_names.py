@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import Optional, cast
 
 import libcst as cst
@@ -9,8 +10,12 @@ import libcst as cst
 from npu_port.codemods._env_name_sets import EnvNameWalk, NameSet, file_name_sets, with_additions
 from npu_port.codemods._env_table import EnvVarTable, env_triggers
 from npu_port.transpiler.analysis.env_positions import EnvName, EnvPositions, single_index
+from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.analysis.literals import string_value, with_string_value
 from npu_port.transpiler.core.rules import PythonContext, PythonRule
+
+# The callee of a message: print, a logger's or logging's methods, warnings.warn.
+_MESSAGE = re.compile(r"^(?:print|warnings\.warn|\w*log\w*\.\w+|\w+\.(?:debug|info|warning|warn|error|exception|critical))$")
 
 
 class EnvVarNames(EnvNameWalk, PythonRule):
@@ -31,7 +36,9 @@ class EnvVarNames(EnvNameWalk, PythonRule):
         os.environ.get(n)`) gains the renamed name beside the CUDA one, which stays (a registry of names must
         match the renamed reads); one that is also indexed, passed on or rebound, or whose loop turns each
         name into another key (`f"_{key.lower()}"`), is left and reported, and so are the file's reads and
-        writes of its names (codemods/_env_name_sets.py).
+        writes of its names (codemods/_env_name_sets.py). A command line built in a string that sets a
+        renamed variable for the process it starts (`f"CUDA_VISIBLE_DEVICES={ranks} ./run.sh"`) is reported
+        (warning), not rewritten; docstrings and the text of messages (print, logging) are not read.
 
     Why:
         torch_npu, Ray and vllm-ascend read the Ascend names; the CUDA names are silently ignored, so a
@@ -78,6 +85,13 @@ class EnvVarNames(EnvNameWalk, PythonRule):
         self._name_sets: dict[cst.CSTNode, NameSet] = {}
         # CUDA names of the sets left as they are: their reads and writes in the file stay with them.
         self._held: dict[str, NameSet] = {}
+        # Command lines that set a renamed variable (`"CUDA_VISIBLE_DEVICES=0 python ..."`), outside docstrings
+        # and the text of messages (print, logging, warnings).
+        renamed = sorted(r.cuda for r in self.table.rows if r.status == "rename" and not r.cuda.endswith("*"))
+        self._assignment = re.compile(rf"(?<![\w$])({'|'.join(map(re.escape, renamed))})=") if renamed else re.compile("(?!)")
+        self._prose: set[int] = set()
+        self._message_calls: set[int] = set()
+        self._messages = 0
 
     def visit_Module(self, node: cst.Module) -> None:
         complete, left = file_name_sets(self.ctx, self.table)
@@ -162,7 +176,39 @@ class EnvVarNames(EnvNameWalk, PythonRule):
         return self.rewrite(names[0], updated, updated, f"environment variable {old} -> also {new}",
                             portable=lambda: both)
 
+    def visit_Expr(self, node: cst.Expr) -> None:
+        if isinstance(node.value, (cst.SimpleString, cst.ConcatenatedString, cst.FormattedString)):
+            self._prose.add(id(node.value))  # a docstring or a bare string: no command
+
+    def leave_Call(self, original: cst.Call, updated: cst.Call) -> cst.Call:
+        self._messages -= id(original) in self._message_calls
+        return updated
+
+    def visit_SimpleString(self, node: cst.SimpleString) -> None:
+        self._command_assignment(node, node.raw_value)
+
+    def visit_FormattedString(self, node: cst.FormattedString) -> None:
+        text = "".join(p.value for p in node.parts if isinstance(p, cst.FormattedStringText))
+        self._command_assignment(node, text)
+
+    def _command_assignment(self, node: cst.CSTNode, text: str) -> None:
+        """`f"CUDA_VISIBLE_DEVICES={ranks} ./run_train.sh"`: a command line that sets a variable for the
+        process it starts. Built at run time, it is no position this rule renames: reported."""
+        if self._messages or id(node) in self._prose or "=" not in text or node in self._renames:
+            return
+        found = self._assignment.search(text)
+        if found is None:
+            return
+        row = self.table.lookup(found.group(1))
+        if row is not None and row.status == "rename" and row.npu and not row.values:
+            self.report(node, f"`{found.group(1)}=` in a command line built here: the process it starts on the NPU "
+                              f"reads {row.npu}", severity="warning",
+                        hint=f"set {row.npu} in the command (with the same value), or pass env= with it")
+
     def visit_Call(self, node: cst.Call) -> None:
+        if _MESSAGE.search(dotted_name(node.func) or ""):
+            self._message_calls.add(id(node))
+            self._messages += 1
         self._take(self.positions.in_call(node))
         self._note_siblings([(a.keyword, a.keyword.value) for a in node.args if a.keyword is not None])
 
