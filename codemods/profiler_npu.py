@@ -63,6 +63,9 @@ _ACTIVITY_MEMBER = re.compile(r"\bProfilerActivity\s*\.\s*([A-Za-z_]\w*)")
 MISSING_METHOD = "`.{}()` of a profiler: torch_npu.profiler.profile lacks it"
 KEPT_FOR_METHOD = ("`.{}()` of a profiler: torch_npu.profiler.profile lacks it, so this file's profiler is left whole on "
                    "torch.profiler (it profiles the CPU side on an NPU host)")
+_IMPORTS_TORCH_NPU = re.compile(r"^[ \t]*(?:import[ \t]+torch_npu\b|from[ \t]+torch_npu\b)", re.M)
+UNBOUND = ("this file picks the NPU at run time and does not import torch_npu: its profiler is left whole on "
+           "torch.profiler (torch_npu.profiler would be an unbound name here)")
 _METHOD_CALL = re.compile(r"\.\s*([A-Za-z_]\w*)\s*\(")
 
 
@@ -143,6 +146,7 @@ class ProfilerToNpu(PythonRule):
         self.profile_moved = False
         self._method_uses: list[cst.Attribute] = []
         self._profilers: set[str] = set()  # the profile classes the file names, torch's and torch_npu's
+        self._first_use: Optional[cst.Attribute] = None  # the first torch.profiler name that would move
         # One decision per file: the activities are passed to the profiler together (a set of defaults, a
         # list built by flags), so a member torch_npu's enum lacks (XPU, HPU, MTIA) keeps all of the file's
         # profiler on torch.profiler; moved alone, its line raises AttributeError (at import, for a
@@ -151,7 +155,10 @@ class ProfilerToNpu(PythonRule):
         # The same for a method the file calls that torch_npu's profile lacks (`prof.key_averages()`): moved, the
         # profiler would be written into a call that raises.
         self._kept_for = sorted({m for m in _METHOD_CALL.findall(ctx.text) if m in self.table.missing_methods})
-        self._keep = bool(self._whole or self._kept_for)
+        # And in a file that picks the NPU at run time without importing torch_npu (torch-npu-import adds no
+        # import there): `torch_npu.profiler...` written into it would be an unbound name.
+        self._unbound = (ctx.dispatch.selects_npu or ctx.dispatch.npu_code) and not _IMPORTS_TORCH_NPU.search(ctx.text)
+        self._keep = bool(self._whole or self._kept_for or self._unbound)
 
     def _has_counterpart(self, member: str) -> bool:
         return member in self.table.activity_members or member in self.table.activity_renames or member.startswith("_")
@@ -247,6 +254,8 @@ class ProfilerToNpu(PythonRule):
             return updated
         if attr == "profile" and owner in (self.table.cuda_module, self.table.npu_module):
             self._profilers.add(owner)
+        if self._first_use is None and owner == self.table.cuda_module and attr in self.table.move:
+            self._first_use = original
         if f"{owner}.{attr}" in self.table.reported:
             self.report(original, REPORTED.format(f"{owner}.{attr}"),
                         hint=self.table.reported[f"{owner}.{attr}"])
@@ -291,6 +300,9 @@ class ProfilerToNpu(PythonRule):
         # Moved here: a warning beside the change. Written so already (a port), with no torch profiler in the
         # file that the call could be made on: the call raises AttributeError (check's error).
         ported = self._profilers == {self.table.npu_module}
+        if self._unbound and not self._whole and not self._kept_for and self._first_use is not None:
+            self.report(self._first_use, UNBOUND, hint="import torch_npu where the NPU branch runs, then move the "
+                                                       "profiler to torch_npu.profiler")
         if self._kept_for and not ported and self._method_uses:
             self.report(self._method_uses[0], KEPT_FOR_METHOD.format(self._method_uses[0].attr.value),
                         hint=self.table.missing_method_hint)
