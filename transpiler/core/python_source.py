@@ -327,9 +327,11 @@ _SCOPE, _PATCH, _MARKING, _GUARD, _STATEMENT, _DECISION, _ORIGINAL, _BRANCH = 1,
 # first and put it back after (`saved = torch.cuda.empty_cache` ... `torch.cuda.empty_cache = saved`).
 _ASSIGNS_TORCH_CUDA = re.compile(r"\btorch\.cuda\.[A-Za-z_][\w.]*\s*(?::[^=\n]*)?=(?!=)")
 # A CUDA API still called in a decision: a torch.cuda / torch.backends.cuda name, `.cuda(`, `.is_cuda`.
-# CUDA left in code after the rules ran: torch.cuda's API, `.cuda(`, `.is_cuda`, and the profiler's CUDA activity
-# (kept where the file's profiler stays on torch.profiler, profiler-npu).
-_CUDA_API = re.compile(r"\btorch\.(?:backends\.)?cuda\.[A-Za-z_][A-Za-z_0-9.]*|\.cuda\(|\.is_cuda\b|\bProfilerActivity\.CUDA\b")
+# CUDA left in code after the rules ran: torch.cuda's API, `.cuda(`, `.is_cuda`, the CUDA version probe (None on
+# the NPU: a branch that prints or parses it is CUDA's), and the profiler's CUDA activity (kept where the file's
+# profiler stays on torch.profiler, profiler-npu).
+_CUDA_API = re.compile(r"\btorch\.(?:backends\.)?cuda\.[A-Za-z_][A-Za-z_0-9.]*|\.cuda\(|\.is_cuda\b"
+                       r"|\btorch\.version\.cuda\b|\bProfilerActivity\.CUDA\b")
 _QUOTED = re.compile(r"\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'")
 
 
