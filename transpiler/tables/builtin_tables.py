@@ -406,7 +406,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
          'vllm': {'platform': 'vllm.platforms.current_platform', 'device_type': 'device_type'}},
     ),
     ('ascend', 'env_vars'): (
-        'd73e7589d5f71ca2fbed26e8cf97cffb',
+        '1163a936dfea27a6aa052bcd1c181885',
         {'rows': [{'cuda': 'CUDA_VISIBLE_DEVICES',
                    'npu': 'ASCEND_RT_VISIBLE_DEVICES',
                    'status': 'rename',
@@ -446,6 +446,57 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                   {'cuda': 'NCCL_TIMEOUT',
                    'status': 'unsupported',
                    'hint': 'HCCL uses HCCL_CONNECT_TIMEOUT and HCCL_EXEC_TIMEOUT (seconds)'},
+                  {'cuda': 'CUDA_LAUNCH_BLOCKING',
+                   'npu': 'ASCEND_LAUNCH_BLOCKING',
+                   'status': 'rename',
+                   'source': 'Ascend Extension for PyTorch environment variables, ASCEND_LAUNCH_BLOCKING (hiascend '
+                             'Pytorch/720 comref Envvariables/Envir_006); MindSpeed-LLM '
+                             'docs/pytorch/features/environment_variable.md'},
+                  {'cuda': 'NCCL_BUFFSIZE',
+                   'status': 'unsupported',
+                   'counterpart': 'HCCL_BUFFSIZE',
+                   'hint': "HCCL_BUFFSIZE sizes HCCL's buffer in MB (NCCL_BUFFSIZE is in bytes): set it in MB, or leave "
+                           "HCCL's default"},
+                  {'cuda': 'NCCL_ALGO',
+                   'status': 'unsupported',
+                   'hint': 'an NCCL tuning knob HCCL does not read; for deterministic collectives on Ascend set '
+                           'HCCL_DETERMINISTIC=true'},
+                  {'cuda': 'NCCL_PROTO',
+                   'status': 'unsupported',
+                   'hint': 'an NCCL tuning knob HCCL does not read; for deterministic collectives on Ascend set '
+                           'HCCL_DETERMINISTIC=true'},
+                  {'cuda': 'NCCL_LAUNCH_MODE',
+                   'status': 'unsupported',
+                   'hint': 'an NCCL tuning knob HCCL does not read; for deterministic collectives on Ascend set '
+                           'HCCL_DETERMINISTIC=true'},
+                  {'cuda': 'NCCL_MIN_NCHANNELS',
+                   'status': 'unsupported',
+                   'hint': 'an NCCL tuning knob HCCL does not read; for deterministic collectives on Ascend set '
+                           'HCCL_DETERMINISTIC=true'},
+                  {'cuda': 'NCCL_MAX_NCHANNELS',
+                   'status': 'unsupported',
+                   'hint': 'an NCCL tuning knob HCCL does not read; for deterministic collectives on Ascend set '
+                           'HCCL_DETERMINISTIC=true'},
+                  {'cuda': 'NCCL_NTHREADS',
+                   'status': 'unsupported',
+                   'hint': 'an NCCL tuning knob HCCL does not read; for deterministic collectives on Ascend set '
+                           'HCCL_DETERMINISTIC=true'},
+                  {'cuda': 'NCCL_SOCKET_NTHREADS',
+                   'status': 'unsupported',
+                   'hint': 'an NCCL tuning knob HCCL does not read; for deterministic collectives on Ascend set '
+                           'HCCL_DETERMINISTIC=true'},
+                  {'cuda': 'NCCL_COLLNET_ENABLE',
+                   'status': 'unsupported',
+                   'hint': 'an NCCL tuning knob HCCL does not read; for deterministic collectives on Ascend set '
+                           'HCCL_DETERMINISTIC=true'},
+                  {'cuda': 'NCCL_NVLS_ENABLE',
+                   'status': 'unsupported',
+                   'hint': 'an NCCL tuning knob HCCL does not read; for deterministic collectives on Ascend set '
+                           'HCCL_DETERMINISTIC=true'},
+                  {'cuda': 'NCCL_P2P_NET_DISABLE',
+                   'status': 'unsupported',
+                   'hint': 'an NCCL tuning knob HCCL does not read; for deterministic collectives on Ascend set '
+                           'HCCL_DETERMINISTIC=true'},
                   {'cuda': 'NCCL_ASYNC_ERROR_HANDLING',
                    'values': ['0', '1'],
                    'npu': 'HCCL_ASYNC_ERROR_HANDLING',
