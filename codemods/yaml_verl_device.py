@@ -10,6 +10,9 @@ from npu_port.transpiler.text.yaml_edit import YamlDocument, YamlRule
 
 # Top-level sections of a VERL trainer config (verl/trainer/config/ppo_trainer.yaml).
 VERL_SECTIONS = ("actor_rollout_ref", "critic", "algorithm", "reward_model")
+# Keys of VERL's own `trainer` section (ppo_trainer.yaml, sft_trainer.yaml, sft_trainer_engine.yaml): an SFT config
+# has no RL sections, but its trainer says whose it is.
+VERL_TRAINER_KEYS = ("n_gpus_per_node", "default_hdfs_dir")
 # --keep-cuda: the launcher's device probe (transpiler/text/shell.PROBE_LINES exports DEVICE), through
 # OmegaConf's env resolver, which VERL's Hydra configs resolve (main_ppo: OmegaConf.resolve(config)).
 FROM_LAUNCHER = "${oc.env:DEVICE,cuda}"
@@ -21,7 +24,7 @@ class YamlVerlDevice(YamlRule):
     What it does:
         In a YAML document with a `trainer:` mapping whose `device` is `cuda`, and which is a VERL
         config (it has `actor_rollout_ref`, `critic`, `algorithm` or `reward_model` at the top, or
-        `trainer.n_gpus_per_node`), the value becomes `npu`; quotes and comments stay. Keys that name
+        `trainer.n_gpus_per_node` or `trainer.default_hdfs_dir`, as VERL's SFT configs do), the value becomes `npu`; quotes and comments stay. Keys that name
         GPUs (`n_gpus_per_node`, `gpu_memory_utilization`, `*_per_gpu`) and `rollout.name: vllm` keep
         their names and values on NPU.
 
@@ -59,7 +62,7 @@ class YamlVerlDevice(YamlRule):
             trainer = root.get("trainer")
             if not hasattr(trainer, "get") or trainer.get("device") != "cuda":
                 continue
-            if not (any(k in root for k in VERL_SECTIONS) or "n_gpus_per_node" in trainer):
+            if not (any(k in root for k in VERL_SECTIONS) or any(k in trainer for k in VERL_TRAINER_KEYS)):
                 continue
             # Flow style (`trainer: {device: cuda}`) reads `,` and `{}` as its own: the interpolation is quoted.
             form = f"'{FROM_LAUNCHER}'" if trainer.fa.flow_style() else FROM_LAUNCHER
