@@ -419,13 +419,14 @@ _CONTINUATION = re.compile(rb"\\\r?\n")
 _MAX_IMPORT_LIST = 4096
 # `from x import ...` (one line once continuations are joined: `raise A from B` followed by `import x`
 # must not read as one statement; what it imports are names, not modules) or `import a, b.c as d`
-# (_import_statements reads them together). Each pattern is linear in the text: what lies between `from`
-# and `import` is a dotted name, which a word that is not followed by `import` ends at once (a lazy
-# "anything up to import" made a long line of `from` words cost its square: 11 s for 20 KB).
+# (_import_statements reads them together; a form feed is blank space there, as a space is). Each pattern
+# is linear in the text: what lies between `from` and `import` is a dotted name, which a word that is not
+# followed by `import` ends at once (a lazy "anything up to import" made a long line of `from` words cost its
+# square: 11 s for 20 KB).
 _FROM_IMPORT = re.compile(rb"""
-    from(?<![A-Za-z0-9_]from)(?P<dots>[ \t.]*)
-        (?:(?P<module>[A-Za-z_][A-Za-z0-9_]*)(?:[ \t]*\.[ \t]*[A-Za-z_][A-Za-z0-9_]*)*[ \t]*)?
-        (?<![A-Za-z0-9_])import[ \t]*(?:\([^)]{0,%d}\)|[^;\r\n]*)""" % _MAX_IMPORT_LIST, re.X)
+    from(?<![A-Za-z0-9_]from)(?P<dots>[ \t\x0c.]*)
+        (?:(?P<module>[A-Za-z_][A-Za-z0-9_]*)(?:[ \t\x0c]*\.[ \t\x0c]*[A-Za-z_][A-Za-z0-9_]*)*[ \t\x0c]*)?
+        (?<![A-Za-z0-9_])import[ \t\x0c]*(?:\([^)]{0,%d}\)|[^;\r\n]*)""" % _MAX_IMPORT_LIST, re.X)
 _PLAIN_IMPORT = re.compile(rb"import(?<![A-Za-z0-9_]import)\s+(?P<names>[^;\r\n]*)")
 _LEADING_NAME = re.compile(rb"(?:^|,)[\s(]*([A-Za-z_][A-Za-z0-9_]*)")
 
