@@ -14,6 +14,7 @@ from npu_port.transpiler.core.rules import PythonRule
 
 # A stand-in put on torch.npu: `patch("torch.npu.f")`, `monkeypatch.setattr(torch.npu, "f", ...)`,
 # `patch.object(torch.npu, "f")`, `mocker.patch("torch.npu.f")`.
+_PATCHERS = frozenset({"patch", "setattr", "object"})  # patch(...), monkeypatch.setattr(...), patch.object(...)
 _NPU_MOCK = re.compile(r"""torch\.npu\s*,\s*["'](\w+)["']|["']torch\.npu\.(\w+)["']""")
 
 
@@ -67,9 +68,11 @@ class NpuMockMissesCode(PythonRule):
             self._test, self._mocks = node, []  # functions and methods; nested helpers go with the function
 
     def visit_Call(self, node: cst.Call) -> None:
-        if self._test is not None:
+        func = node.func
+        name = func.attr.value if isinstance(func, cst.Attribute) else func.value if isinstance(func, cst.Name) else ""
+        if self._test is not None and name in _PATCHERS:
             found = _NPU_MOCK.search(code(node))
-            if found is not None and not any(found.group(0) in code(c) for c, _ in self._mocks if c is not node):
+            if found is not None:
                 self._mocks.append((node, found.group(1) or found.group(2)))
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:

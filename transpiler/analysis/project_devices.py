@@ -30,6 +30,7 @@ from npu_port.transpiler.analysis.project_modules import (
     record_reads,
     recording_reads,
 )
+from npu_port.transpiler.analysis.source_facts import dotted
 
 # One `from M import a, b as c` (parenthesised or not) or `import a.b as c` at the start of a line.
 _FROM_IMPORT = re.compile(r"^[ \t]*from[ \t]+(\.*)([\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n#;]*)", re.M)
@@ -161,7 +162,7 @@ def _vendor_kept(code: str, name: str) -> frozenset[str]:
                 guarded.update(id(n) for n in ast.walk(node))
         for node in ast.walk(function):
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) \
-                    and _dotted(node.func.value) == "torch.cuda":
+                    and dotted(node.func.value) == "torch.cuda":
                 (kept if id(node) in guarded else plain).add(node.func.attr)
     return frozenset(kept - plain)
 
@@ -182,13 +183,6 @@ def _reachable(tree: ast.Module, name: str) -> list[ast.FunctionDef | ast.AsyncF
                  if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)]
     return out
 
-
-def _dotted(node: ast.AST) -> str:
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.insert(0, node.attr)
-        node = node.value
-    return ".".join([node.id, *parts]) if isinstance(node, ast.Name) else ""
 
 
 # A device value compared with CUDA's name: `x == "cuda"`, `"cuda:0" != x`, `x in ("cuda", ...)`,
