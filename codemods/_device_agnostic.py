@@ -26,6 +26,7 @@ from typing import Optional, cast
 import libcst as cst
 
 from npu_port.transpiler.analysis.project_modules import project_defines
+from npu_port.transpiler.core.cst_walk import visit
 from npu_port.transpiler.core.rules import PythonContext
 from npu_port.transpiler.tables.device_agnostic import facts as _facts
 from npu_port.transpiler.tables.device_agnostic import portable_forms
@@ -283,7 +284,7 @@ def _hold_strings(node: cst.CSTNode, held: set[int]) -> None:
         _hold_strings(node.left, held)
         _hold_strings(node.right, held)
     else:
-        node.visit(_Strings(held))
+        visit(node, _Strings(held))
 
 
 class LiteralOnly:

@@ -26,6 +26,7 @@ from typing import Optional
 import libcst as cst
 
 from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.core.cst_walk import visit
 
 GET_DEVICE_NAME = "torch.cuda.get_device_name"
 _LOG_CALLS = frozenset({"print", "str", "repr", "format"})
@@ -120,11 +121,11 @@ def _classify(node: cst.CSTNode, ancestors: tuple[cst.CSTNode, ...],
 def decisions(module: cst.Module, resolve: Callable[[cst.BaseExpression], Optional[str]],
               is_cuda_test: Callable[[cst.CSTNode], bool]) -> list[Decision]:
     walk = _Walk(resolve)
-    module.visit(walk)
+    visit(module, walk)
     if not walk.calls:
         return []
     names = _Loads()
-    module.visit(names)
+    visit(module, names)
 
     def loads(name: str, up: tuple[cst.CSTNode, ...]) -> list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]]:
         scope = next((n for n in reversed(up) if isinstance(n, (cst.FunctionDef, cst.Lambda))), module)

@@ -39,6 +39,7 @@ import libcst as cst
 from npu_port.codemods._env_table import EnvVarTable
 from npu_port.transpiler.analysis.env_positions import KEY_METHODS, NAME_FUNCTIONS, EnvName, EnvPositions, single_index
 from npu_port.transpiler.analysis.literals import string_value
+from npu_port.transpiler.core.cst_walk import visit
 from npu_port.transpiler.core.rules import PythonContext
 
 Collection = Union[cst.Set, cst.List, cst.Tuple]
@@ -81,7 +82,7 @@ def _names_in(node: cst.CSTNode) -> list[cst.CSTNode]:
         def visit_Name(self, name: cst.Name) -> None:
             found.append(name)
 
-    node.visit(Names())
+    visit(node, Names())
     return found
 
 
@@ -215,7 +216,7 @@ class _Finder(cst.CSTVisitor):
                         for c in node.comparisons):
                     hit = True
 
-        body.visit(Keys())
+        visit(body, Keys())
         return hit, derived
 
     def _collection(self, expr: cst.BaseExpression) -> Optional[NameSet]:
@@ -313,7 +314,7 @@ def file_name_sets(ctx: PythonContext, table: EnvVarTable) -> tuple[list[NameSet
 def name_sets(module: cst.Module, positions: EnvPositions, table: EnvVarTable) -> tuple[list[NameSet], list[NameSet]]:
     """(collections to complete, environment registries left because of another use) in `module`."""
     finder = _Finder(positions, table)
-    module.visit(finder)
+    visit(module, finder)
     complete, left = [], []
     for names in [*finder.by_name.values(), *finder.by_attribute.values(), *finder.inline.values()]:
         if not names.env_use:

@@ -14,7 +14,7 @@ from npu_port.codemods._device_agnostic import DeviceAgnostic, LiteralOnly, pare
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.analysis.positions import PositionFinder, PositionPolicy, string_leaves
 from npu_port.transpiler.analysis.project_devices import imports_from_project, project_function
-from npu_port.transpiler.core.cst_walk import transform
+from npu_port.transpiler.core.cst_walk import transform, visit
 from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables.mapping import load_table
 
@@ -138,7 +138,7 @@ class StringPositionRule(LiteralOnly, PythonRule):
                 if named and any(isinstance(o, cst.SimpleString) and rule._converted(o) is not None for o in operands):
                     found.update(named)
 
-        body.visit(_Comparisons())
+        visit(body, _Comparisons())
         return found
 
     def leave_Module(self, original: cst.Module, updated: cst.Module):
@@ -361,7 +361,7 @@ def _strings_in(node: cst.CSTNode) -> list[str]:
         def visit_FormattedStringText(self, n: cst.FormattedStringText) -> None:
             found.append(n.value)
 
-    node.visit(_Collect())
+    visit(node, _Collect())
     return found
 
 

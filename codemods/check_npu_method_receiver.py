@@ -6,6 +6,7 @@ import libcst as cst
 
 from npu_port.codemods.tensor_cuda_method import RETURN_SELF, lacks_npu_class
 from npu_port.transpiler.analysis.dispatch import npu_framework_file
+from npu_port.transpiler.core.cst_walk import visit
 from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables.mapping import load_table
 
@@ -70,7 +71,7 @@ class NpuMethodReceiver(PythonRule):
                             found.append((small.target.value, _unoptional(small.annotation.annotation)))
 
         if any(p.split(".")[0] in self.ctx.text for p in self._classes):
-            module.visit(Annotations())
+            visit(module, Annotations())
         return found
 
     def _attribute_lacks_npu(self, name: str) -> bool:

@@ -8,6 +8,7 @@ from typing import Optional
 import libcst as cst
 
 from npu_port.codemods._cuda_packages import match_requirement, message
+from npu_port.transpiler.core.cst_walk import visit
 from npu_port.transpiler.core.rules import PythonRule
 
 _SETUP_CALLS = {"setuptools.setup", "distutils.core.setup"}
@@ -42,7 +43,7 @@ def _returns(body: cst.BaseSuite) -> list[cst.BaseExpression]:
         def visit_Lambda(self, node: cst.Lambda) -> bool:
             return False
 
-    body.visit(Returns())
+    visit(body, Returns())
     return found
 
 

@@ -21,6 +21,7 @@ from npu_port.transpiler.analysis.literals import (
     remove_arg,
     string_value,
 )
+from npu_port.transpiler.core.cst_walk import visit
 from npu_port.transpiler.core.rules import PythonContext, PythonRule
 
 
@@ -229,5 +230,5 @@ def _calls_in(decorators) -> set[cst.Call]:
             found.add(node)
 
     for decorator in decorators:
-        decorator.visit(_Calls())
+        visit(decorator, _Calls())
     return found

@@ -23,6 +23,7 @@ from npu_port.transpiler.analysis.literals import (
     quote_like,
     string_value,
 )
+from npu_port.transpiler.core.cst_walk import visit
 from npu_port.transpiler.core.rules import PythonContext, PythonRule
 from npu_port.transpiler.tables.runtime_env import load_profile
 
@@ -128,7 +129,7 @@ class RayRuntimeEnv(PythonRule):
         if self._wanted is not None:
             return self._wanted
         collector = _ProcessEnvWrites()
-        self.ctx.module.visit(collector)
+        visit(self.ctx.module, collector)
         wanted: dict[str, cst.BaseExpression] = {k: _literal(v) for k, v in self.profile.env_vars}
         writes = [(self.env_table.target_name(w.name), w) for w in collector.writes]
         if any(w.name in self.profile.device_variables or name in self.profile.device_variables

@@ -12,6 +12,7 @@ from npu_port.codemods._device_name_uses import decisions
 from npu_port.codemods._torch_cuda_table import CUDA_ROOT, Row, TorchCudaTable, canonical, is_cuda_name, table_for
 from npu_port.transpiler.analysis.dispatch import Guard
 from npu_port.transpiler.analysis.imports import ImportTable, dotted_expr, dotted_name, leftmost_name
+from npu_port.transpiler.core.cst_walk import visit
 from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
 
 ModuleName = Union[cst.Attribute, cst.Name]  # what an ImportFrom's module is
@@ -136,7 +137,7 @@ class TorchCudaApi(PythonRule):
                     return False
                 return True
 
-        expr.visit(Find())
+        visit(expr, Find())
         return bool(found)
 
     # -- uses -------------------------------------------------------------------------------
@@ -221,7 +222,7 @@ class TorchCudaApi(PythonRule):
                     return False
                 return True
 
-        expr.visit(Mark())
+        visit(expr, Mark())
         return bool(found)
 
     def visit_Name(self, node: cst.Name) -> None:

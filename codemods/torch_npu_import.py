@@ -8,7 +8,7 @@ import libcst as cst
 
 from npu_port.codemods._device_agnostic import framework_loads_torch_npu
 from npu_port.transpiler.analysis.imports import dotted_name
-from npu_port.transpiler.core.cst_walk import transform
+from npu_port.transpiler.core.cst_walk import transform, visit
 from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
 
 # Signs that a file already uses the NPU without importing torch_npu (e.g. ported by hand).
@@ -297,5 +297,5 @@ def _functions_with_torch(module: cst.Module) -> list[cst.FunctionDef]:
                 return False
             return True
 
-    module.visit(Collect())
+    visit(module, Collect())
     return found

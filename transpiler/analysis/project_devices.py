@@ -326,31 +326,21 @@ def _find_npu_names(root: str, module: str, depth: int) -> frozenset[str]:
     text = module_text(root, module)
     if text is None or "npu" not in text.lower() and "import" not in text:
         return frozenset()
-    tree = _parse(text)
-    if tree is None:
+    outline = _outline(text)
+    if outline is None:
         return frozenset()
-    lines = text.splitlines(keepends=True)
-    sources: dict[str, str] = {}
+    sources, imported = outline
     found: set[str] = set()
-    for node in tree.body:
-        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
-            # What it answers, not what it does: a loader that tests for the NPU returns no device name.
-            sources[node.name] = "".join(_segment(lines, r.value) for r in ast.walk(node)
-                                         if isinstance(r, ast.Return) and r.value is not None)
-        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
-            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
-            for target in targets:
-                if isinstance(target, ast.Name):
-                    sources[target.id] = _segment(lines, node.value)
-        elif isinstance(node, ast.ImportFrom) and depth > 1:
-            # Where the module's own imports are read from: its folder (a package's: the package's own).
-            here = os.path.join(root, *(module.split(".") if _is_package(root, module) else module.split(".")[:-1]))
-            located = _locate(here, "." * node.level, node.module or "")
+    if depth > 1 and imported:
+        # Where the module's own imports are read from: its folder (a package's: the package's own).
+        here = os.path.join(root, *(module.split(".") if _is_package(root, module) else module.split(".")[:-1]))
+        for level, source_module, names in imported:
+            located = _locate(here, "." * level, source_module)
             if located is None:
                 continue
-            for alias in node.names:
-                if _is_npu_value(located[0], located[1], alias.name, depth - 1):
-                    found.add(alias.asname or alias.name)
+            for name, local in names:
+                if _is_npu_value(located[0], located[1], name, depth - 1):
+                    found.add(local)
     found.update(n for n, source in sources.items() if _NPU_CODE.search(source))
     # Names that use a name found so far (`DEVICE = get_device_name()`), to a fixed point.
     while True:
@@ -369,6 +359,33 @@ def _segment(lines: list[str], node: ast.AST) -> str:
     """The node's source lines, comments dropped (a comment naming the NPU is not code that does)."""
     start, end = getattr(node, "lineno", 1), getattr(node, "end_lineno", None) or getattr(node, "lineno", 1)
     return "".join(line.split("#", 1)[0] + "\n" for line in lines[start - 1:end])
+
+
+@lru_cache(maxsize=256)
+def _outline(text: str) -> Optional[tuple[dict[str, str], tuple[tuple[int, str, tuple[tuple[str, str], ...]], ...]]]:
+    """What `_find_npu_names` reads of a module, whatever the depth it is asked at: the source of each
+    top-level def's returned values and of each top-level assignment's value, and its from-imports
+    (level, module, (name, local name) pairs). Kept per text: a module is asked about from many files."""
+    tree = _parse(text)
+    if tree is None:
+        return None
+    lines = text.splitlines(keepends=True)
+    sources: dict[str, str] = {}
+    imported = []
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            # What it answers, not what it does: a loader that tests for the NPU returns no device name.
+            sources[node.name] = "".join(_segment(lines, r.value) for r in ast.walk(node)
+                                         if isinstance(r, ast.Return) and r.value is not None)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)) and node.value is not None:
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            for target in targets:
+                if isinstance(target, ast.Name):
+                    sources[target.id] = _segment(lines, node.value)
+        elif isinstance(node, ast.ImportFrom):
+            imported.append((node.level, node.module or "",
+                             tuple((a.name, a.asname or a.name) for a in node.names)))
+    return sources, tuple(imported)
 
 
 @lru_cache(maxsize=256)

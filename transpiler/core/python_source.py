@@ -23,7 +23,7 @@ from npu_port.transpiler.analysis.dispatch import (
 from npu_port.transpiler.analysis.imports import dotted_name, iter_scope_statements
 from npu_port.transpiler.analysis.patchers import PATCHER_ENDS, is_patcher, names_torch_cuda
 from npu_port.transpiler.core import trusted_parse
-from npu_port.transpiler.core.cst_walk import TRIVIA, transform
+from npu_port.transpiler.core.cst_walk import TRIVIA, transform, visit
 from npu_port.transpiler.core.files import NUL_BYTES, decode_problem, parsed_tree
 from npu_port.transpiler.core.import_adder import add_imports
 from npu_port.transpiler.core.report import Finding
@@ -94,7 +94,7 @@ def _assigned_torch_cuda(module: cst.Module) -> frozenset[str]:
         def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
             found.update(dotted_name(t) or "" for t in _patch_targets(node))
 
-    module.visit(Targets())
+    visit(module, Targets())
     return frozenset(found - {""})
 
 
