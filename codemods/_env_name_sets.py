@@ -119,9 +119,14 @@ class _Finder(cst.CSTVisitor):
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._scopes.append("function")
+        self.positions.enter_def(node.name.value)
 
     def leave_FunctionDef(self, original_node: cst.FunctionDef) -> None:
         self._scopes.pop()
+        self.positions.leave_def()
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.positions.track_return(node.value)
 
     def _bind(self, target: cst.BaseExpression, value: Optional[cst.BaseExpression]) -> None:
         if not isinstance(target, cst.Name):
@@ -367,6 +372,16 @@ class EnvNameWalk:
 
     def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
         self.positions.track_assignment([node.target], node.value)
+
+    def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
+        self.positions.enter_def(node.name.value)
+
+    def leave_FunctionDef(self, original_node: cst.FunctionDef, updated_node: cst.FunctionDef) -> cst.FunctionDef:
+        self.positions.leave_def()
+        return updated_node
+
+    def visit_Return(self, node: cst.Return) -> None:
+        self.positions.track_return(node.value)
 
     def visit_Subscript(self, node: cst.Subscript) -> None:
         self._take(self.positions.in_subscript(node))

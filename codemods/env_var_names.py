@@ -25,8 +25,10 @@ class EnvVarNames(EnvNameWalk, PythonRule):
         In env-var name positions only -- `os.environ[...]` (read, write, del), `os.environ.get/setdefault/
         pop`, `os.getenv/putenv/unsetenv`, `os.environ.update({...})` and `update(KEY=...)`, `"KEY" in
         os.environ`, copies of the environment (`dict(os.environ, KEY=...)`, `{**os.environ, ...}`, a
-        variable assigned `os.environ.copy()`), `env=` of subprocess calls and Ray `runtime_env={"env_vars":
-        {...}}` -- renames CUDA_VISIBLE_DEVICES -> ASCEND_RT_VISIBLE_DEVICES, PYTORCH_CUDA_ALLOC_CONF ->
+        variable assigned `os.environ.copy()`), `env=` of subprocess calls, Ray `runtime_env={"env_vars":
+        {...}}`, and dicts that are environments by their role (passed as `env=`/`environment=` to any
+        launcher, assigned to `env`/`worker_env`, returned from `def _prepare_env(...)`, every key an
+        environment-style name and no value one) -- renames CUDA_VISIBLE_DEVICES -> ASCEND_RT_VISIBLE_DEVICES, PYTORCH_CUDA_ALLOC_CONF ->
         PYTORCH_NPU_ALLOC_CONF and NCCL_SOCKET_IFNAME -> HCCL_SOCKET_IFNAME. `from os import environ,
         getenv` and `import os as _os` are resolved through the imports.
         Variables Ascend still reads (CUDA_DEVICE_MAX_CONNECTIONS, NCCL_DEBUG, CUDA_HOME) stay; NCCL tuning

@@ -9,6 +9,11 @@ environment or a Ray worker's environment is keyed by:
 - copies of the environment: `dict(os.environ, K=v)`, `{**os.environ, K: v}`, `os.environ | {K: v}`, and
   variables assigned such a copy (`env = os.environ.copy(); env[K] = ...`);
 - `env={K: v}` / `env=dict(K=v)` of subprocess calls;
+- a dict display that is an environment by its role and its keys: passed as `env=` / `environment=` /
+  `envs=` / `extra_env=` to any call (launchers such as launchpad's `PythonProcess(env=...)`), assigned to a
+  variable or returned from a function whose name says env (`worker_env = {...}`, `def _prepare_env(i):
+  return {...}`), with every key a literal environment-style name (`CUDA_VISIBLE_DEVICES`, `RM_MODEL_NAME`)
+  and no value one (a table of names, `{"CUDA_VISIBLE_DEVICES": "ASCEND_RT_VISIBLE_DEVICES"}`, is data);
 - Ray: `{"env_vars": {K: v}}` (a runtime_env), `env_vars={K: v}` (RuntimeEnv), `runtime_env["env_vars"][K]`.
 
 `from os import environ, getenv` and `import os as _os` resolve through the import table. A log message,
@@ -17,6 +22,7 @@ docstring or any other string that merely spells a variable's name is no positio
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from typing import Optional
@@ -35,6 +41,12 @@ SUBPROCESS_CALLS = frozenset({
 })
 COPY_FUNCTIONS = frozenset({"copy.copy", "copy.deepcopy"})
 RAY_ENV_KEY = "env_vars"
+# Keywords that take an environment for the process a call starts, whatever the callee (subprocess,
+# launchpad, mosec, docker's `environment=`): judged with the keys of the dict passed (env_dict).
+ENV_KEYWORDS = frozenset({"env", "envs", "environment", "extra_env"})
+# A variable's or function's name that says it holds an environment: one of its words (split at `_`).
+_ENV_WORDS = frozenset({"env", "envs", "environ", "environment", "environments"})
+_ENV_STYLE = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 
 
 @dataclass(frozen=True)
@@ -59,6 +71,8 @@ class EnvPositions:
     def __init__(self, imports: ImportTable):
         self.imports = imports
         self._copies: set[str] = set()
+        self._env_dicts: set[cst.Dict] = set()  # dict displays that are environments by their role
+        self._defs: list[str] = []  # the enclosing functions' names
 
     # -- what is an environment mapping ------------------------------------------------------------
     def is_environ(self, expr: cst.BaseExpression) -> bool:
@@ -101,10 +115,24 @@ class EnvPositions:
             name = dotted_name(target)
             if name is None:
                 continue
+            if isinstance(value, cst.Dict) and says_env(name.rsplit(".", 1)[-1]) and env_dict(value):
+                self._env_dicts.add(value)
             if holds_copy:
                 self._copies.add(name)
             else:
                 self._copies.discard(name)
+
+    def enter_def(self, name: str) -> None:
+        self._defs.append(name)
+
+    def leave_def(self) -> None:
+        if self._defs:
+            self._defs.pop()
+
+    def track_return(self, value: Optional[cst.BaseExpression]) -> None:
+        """A dict returned by a function whose name says env (`def _prepare_env(cid): return {...}`)."""
+        if isinstance(value, cst.Dict) and self._defs and says_env(self._defs[-1]) and env_dict(value):
+            self._env_dicts.add(value)
 
     # -- positions -------------------------------------------------------------------------------
     def in_subscript(self, node: cst.Subscript, assigned: Optional[cst.BaseExpression] = None) -> list[EnvName]:
@@ -132,7 +160,7 @@ class EnvPositions:
 
     def in_dict(self, node: cst.Dict) -> list[EnvName]:
         """Keys of `{**E, K: v}`, and of the `env_vars` dict inside a Ray runtime_env `{"env_vars": {K: v}}`."""
-        if self.is_env_mapping(node):
+        if node in self._env_dicts or self.is_env_mapping(node):
             return list(_dict_names(node))
         for el in node.elements:
             if (isinstance(el, cst.DictElement) and string_value(el.key) == RAY_ENV_KEY
@@ -174,6 +202,8 @@ class EnvPositions:
             kw = arg.keyword.value
             if kw == "env" and resolved in SUBPROCESS_CALLS:
                 out.extend(self._env_argument(arg.value))
+            elif kw in ENV_KEYWORDS and isinstance(arg.value, cst.Dict) and env_dict(arg.value):
+                out.extend(_dict_names(arg.value))
             elif kw == RAY_ENV_KEY and isinstance(arg.value, cst.Dict):
                 out.extend(_dict_names(arg.value))  # RuntimeEnv(env_vars={...})
         return out
@@ -206,6 +236,30 @@ class EnvPositions:
         if isinstance(value, cst.Call) and self._is_builtin_dict(value.func):
             return list(_keyword_names(value))
         return []
+
+
+def says_env(name: str) -> bool:
+    """Whether a variable's or function's name says it holds an environment (`env`, `worker_env`,
+    `_prepare_env`, `ENV_VARS`)."""
+    return any(word in _ENV_WORDS for word in name.lower().split("_"))
+
+
+def env_dict(node: cst.Dict) -> bool:
+    """A dict display keyed like an environment: at least one element, every key a literal
+    environment-style name (`CUDA_VISIBLE_DEVICES`), no `**` spread, no value such a name (a table that
+    maps names to names is data, not an environment)."""
+    if not node.elements:
+        return False
+    for el in node.elements:
+        if not isinstance(el, cst.DictElement):
+            return False
+        key = string_value(el.key)
+        if key is None or not _ENV_STYLE.fullmatch(key):
+            return False
+        value = string_value(el.value)
+        if value is not None and _ENV_STYLE.fullmatch(value):
+            return False
+    return True
 
 
 def single_index(node: cst.Subscript) -> Optional[cst.BaseExpression]:
