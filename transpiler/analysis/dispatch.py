@@ -23,7 +23,7 @@ import libcst as cst
 from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.analysis.npu_patching import framework_project, patched_by
 from npu_port.transpiler.analysis.positions import setting_lookup
-from npu_port.transpiler.analysis.project_devices import VENDOR_TEST, kept_cuda_calls
+from npu_port.transpiler.analysis.project_devices import VENDOR_TEST, kept_cuda_calls, project_function
 from npu_port.transpiler.core.report import Severity
 
 
@@ -472,14 +472,33 @@ def _dispatched_lookup_default(node: cst.Call, shapes: FileDispatch) -> list[tup
     return []
 
 
-def _cuda_flag_values(node: cst.Call, resolve) -> list[cst.CSTNode]:
-    """Values of `cuda=`-style keywords of a call outside torch (`MergeOptions(cuda=torch.cuda.is_available())`):
-    the callee's option means CUDA; on the NPU host the converted value would turn it on."""
+def _cuda_flag_values(node: cst.Call, resolve, shapes: FileDispatch) -> list[cst.CSTNode]:
+    """Values of `cuda=`-style keywords of a call outside torch and outside the project
+    (`MergeOptions(cuda=torch.cuda.is_available())`): the callee's option means CUDA; on the NPU host the
+    converted value would turn it on. The project's own function (`self.get_init_hidden(bsz,
+    use_cuda=x.is_cuda)` with the def in the file, or one imported from the project) is ported with the
+    file: its flag is ported with it."""
     flagged: list[cst.CSTNode] = [a.value for a in node.args if a.keyword is not None and a.keyword.value in _CUDA_FLAGS]
     if not flagged:
         return []
     name = resolve(node.func) or dotted_name(node.func) or ""
-    return [] if name.startswith(("torch.", "torch_npu.")) else flagged
+    if name.startswith(("torch.", "torch_npu.")) or _project_function(node.func, shapes):
+        return []
+    return flagged
+
+
+def _project_function(func: cst.BaseExpression, shapes: FileDispatch) -> bool:
+    """Whether the callee is the project's own: a def of the file called by name or through self/cls, or
+    a function the file imports from its project."""
+    if isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value in ("self", "cls"):
+        name = func.attr.value
+    elif isinstance(func, cst.Name):
+        name = func.value
+        if project_function(shapes.path, shapes.text, name) is not None:
+            return True
+    else:
+        return False
+    return re.search(rf"^[ \t]*(?:async[ \t]+)?def[ \t]+{re.escape(name)}\b", shapes.text, re.M) is not None
 
 
 # -- where the engine's walk asks ---------------------------------------------------------------------------
@@ -528,7 +547,7 @@ def guards_below(node: cst.CSTNode, shapes: FileDispatch, resolve) -> list[tuple
         if shapes.registry:
             out += [(v, REGISTRY_KEY) for v in _registration_keys(node)]  # type: ignore[arg-type]
         if shapes.cuda_flags:
-            out += [(v, THIRD_PARTY_CUDA_FLAG) for v in _cuda_flag_values(node, resolve)]  # type: ignore[arg-type]
+            out += [(v, THIRD_PARTY_CUDA_FLAG) for v in _cuda_flag_values(node, resolve, shapes)]  # type: ignore[arg-type]
         return out
     fn: cst.FunctionDef = node  # type: ignore[assignment]
     if shapes.cuda_mocks and shapes.kept_cuda_calls:
