@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.analysis.dispatch import code, npu_framework_file
+from npu_port.transpiler.analysis.dispatch import code, npu_framework_file, refuses_saying_cuda
 from npu_port.transpiler.analysis.imports import dotted_name, iter_scope_statements
 from npu_port.transpiler.analysis.literals import string_value
 from npu_port.transpiler.analysis.positions import setting_read
@@ -18,7 +18,8 @@ from npu_port.transpiler.core.rules import PythonRule
 _NPU_TEST = re.compile(r"""\btorch(?:_npu\.npu|\.npu)\.(?:is_available|device_count)\b|["']npu(?::\d+)?["']"""
                        r"""|\bis_npu\w*|\.is_npu\b""")
 # A call CUDA alone answers: torch.cuda's functions and torch.backends.cuda's, `.cuda(`.
-_CUDA_CALL_OR_BUILD = re.compile(r"\btorch\.(?:backends\.)?cuda\.\w|\.cuda\s*\(|Platform\w*\s*\(")
+_CUDA_CALL_OR_BUILD = re.compile(r"\btorch\.(?:backends\.)?cuda\.\w|\.cuda\s*\(|Platform\w*\s*\(|\btorch\.version\.cuda\b")
+_CUDA_VERSION = re.compile(r"\btorch\.version\.cuda\b")
 _CUDA_CALL = re.compile(r"\btorch\.(?:backends\.)?cuda\.[A-Za-z_][A-Za-z_0-9.]*|\.cuda\(")
 
 
@@ -45,6 +46,13 @@ _FORK_RNG = frozenset({"torch.random.fork_rng", "torch.fork_rng"})
 _VENDOR_BUILD = re.compile(r"(?<![\w.])\w*(?:Cuda|CUDA|Nvidia|NVIDIA|Rocm|ROCm|ROCM)\w*Platform\w*\(")
 
 
+def _gate_against(test: cst.Comparison, values: frozenset[str]) -> bool:
+    """`x != "npu"`: one `!=` against one of `values` (a device's names)."""
+    if len(test.comparisons) != 1 or not isinstance(test.comparisons[0].operator, cst.NotEqual):
+        return False
+    return any(_device_value(o, values) for o in (test.left, test.comparisons[0].comparator))
+
+
 def _and_operands(node: cst.BooleanOperation) -> list[cst.BaseExpression]:
     """`a and b and c` in order; an `or` inside stays one operand."""
     out: list[cst.BaseExpression] = []
@@ -68,7 +76,11 @@ class HalfPortedCondition(PythonRule):
           ...) or `.cuda()`, and the building of another vendor's platform class (`CudaPlatform()`, at the
           test: a detection renamed so that the NPU picks CUDA's platform); the `else` side is CUDA's and
           is not judged;
-        - in the same body, the profiler's `ProfilerActivity.CUDA`;
+        - in the same body, the profiler's `ProfilerActivity.CUDA`, or CUDA's version (`torch.version.cuda`,
+          None on the NPU);
+        - a gate `if device != "npu":` whose arm turns away every other device and says CUDA is needed
+          (`print("FP8 training requires CUDA, ignoring --fp8")`, an error that demands CUDA): a feature its
+          author runs on CUDA alone, now given to the NPU;
         - in the same body, a CUDA value given (`accelerator_type = "cuda"`, `return "nccl"`,
           `return "cuda", torch.float16`): the test was ported, its arm was not; or a module of NVIDIA's stack
           imported (`from triton.backends.nvidia.driver import libcuda_dirs`);
@@ -112,7 +124,7 @@ class HalfPortedCondition(PythonRule):
         if not (facts.has_word("npu", "torch_npu", "is_npu") or facts.any_string(lambda s: s.split(":")[0] == "npu")):
             return False
         return (facts.search_code(_CUDA_CALL_OR_BUILD) or facts.has_word("fork_rng", "nvidia", "ProfilerActivity")
-                or facts.any_string(lambda s: s.split(":")[0] in _CUDA_VALUES)) \
+                or facts.any_string(lambda s: s.split(":")[0] in _CUDA_VALUES or "CUDA" in s)) \
             and not npu_framework_file(facts.path, facts.code)
 
     def __init__(self, ctx):
@@ -144,12 +156,25 @@ class HalfPortedCondition(PythonRule):
                 self._report(node.test, built.group().rstrip("("),
                              "this branch is taken on the NPU (its `if` tests for it), and builds",
                              "another vendor's platform, so the NPU is run as that vendor's device")
+            if _CUDA_VERSION.search(code(node.body)):
+                # `if torch.npu.is_available(): print(f"CUDA Runtime : {torch.version.cuda}")`: CUDA's probe,
+                # None on the NPU (and `nvcc` with it): the test was ported, the report it guards was not.
+                self._report(node.test, "torch.version.cuda", "this branch is taken on the NPU (its `if` tests for "
+                             "it), and reads", "CUDA's version, which is None there")
             nvidia = next((m for m in _IMPORTED.findall(code(node.body)) if _NVIDIA_MODULE.search(m)), None)
             if nvidia is not None:
                 # `from triton.backends.nvidia.driver import libcuda_dirs` under `if DEVICE_TYPE == "npu":`:
                 # CUDA's driver set-up, now run on the NPU.
                 self._report(node.test, nvidia, "this branch is taken on the NPU (its `if` tests for it), and "
                              "imports", "a module of NVIDIA's stack, which an NPU host does not have")
+
+        elif isinstance(node.test, cst.Comparison) and _gate_against(node.test, _NPU_VALUES) \
+                and refuses_saying_cuda(node.body, node.orelse is not None):
+            # `if device_type != "npu": print("FP8 training requires CUDA, ignoring --fp8") else: <FP8>`: the
+            # gate of a feature its author runs on CUDA alone, renamed: the NPU now gets the feature.
+            self.report(node.test, "this gate turns away every device but the NPU, and says CUDA is what the code it "
+                                   "guards needs: the test was ported, the feature was not", severity="error",
+                        hint='restore the CUDA test (the feature runs on CUDA alone), or port the feature and its message')
 
     def visit_IndentedBlock(self, node: cst.IndentedBlock) -> None:
         self._npu_branches += id(node) in self._npu_bodies

@@ -16,6 +16,9 @@ from npu_port.transpiler.core.rules import PythonRule
 _CUDA_SETTING = re.compile(r"\bdevice\s*[=:]\s*['\"]?cuda(?::\d+)?\b")
 _DEVICE_WORD = re.compile(r"(?i)\b(?:npu|cuda|hccl|nccl)\b")
 _PAIRS = (("npu", "cuda"), ("hccl", "nccl"))  # (the NPU's name, CUDA's): device names, collective backends
+# A skip decorator that asks for NPUs: `@unittest.skipUnless(torch.npu.device_count() >= 2, ...)`,
+# `@pytest.mark.skipif(not torch.npu.is_available(), ...)`.
+_NPU_SKIP = re.compile(r"\bskip\w*\(.*\b(?:torch\.npu|torch_npu\.npu)\.(?:device_count|is_available)\b", re.S)
 
 
 def _device(value: Optional[str]) -> Optional[str]:
@@ -44,6 +47,10 @@ class MixedDeviceTest(PythonRule):
         devices (a table, a loop over devices), the two arms of a conditional, dict keys and the values of
         a dict keyed by device, the right side of `in`, and everything inside an `if` whose test names a
         device (a dispatch's arms). Decorators (`@pytest.mark.parametrize`) are not read.
+        Also reports (warning) a skip decorator that asks for NPUs (`@unittest.skipUnless(torch.npu.device_count()
+        >= 2, ...)`, `@pytest.mark.skipif(not torch.npu.is_available(), ...)`) on a test class or function that
+        names CUDA's device and never the NPU's (`def device_type(self): return "cuda"`): it now runs on NPU
+        hosts with CUDA's device.
 
     Why:
         A port renames the device names a test gives (`_install(studio_device="npu")`) or expects
@@ -71,7 +78,9 @@ class MixedDeviceTest(PythonRule):
     def scout(cls, facts, options) -> bool:
         # (A test module's path is asked by the rule itself.)
         return any(facts.any_string(lambda s, k=new: _device(s) == k) and facts.any_string(lambda s, k=old: _device(s) == k)
-                   for new, old in _PAIRS)
+                   for new, old in _PAIRS) \
+            or (facts.has_word("skipIf", "skipUnless", "skipif") and facts.has_word("npu")
+                and facts.any_string(lambda s: _device(s) == "cuda"))
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -82,14 +91,44 @@ class MixedDeviceTest(PythonRule):
         self._names: dict[str, list[cst.SimpleString]] = {}
         self._decorators = 0  # depth of decorators (`@pytest.mark.parametrize("device", ["cuda"])`)
         self._test_module = is_test_path(ctx.path)  # (as the scout asks: the rule does nothing elsewhere)
+        # The skip decorator of the enclosing top-level class or function that asks for NPUs, and the first
+        # CUDA device the test names below it (outside dispatch): (decorator, first CUDA name or None).
+        self._gates: list[tuple[Optional[cst.Decorator], list[cst.SimpleString]]] = []
+
+    def _enter_gate(self, node: cst.ClassDef | cst.FunctionDef) -> None:
+        gate = next((d for d in node.decorators if _NPU_SKIP.search(code(d.decorator))), None)
+        self._gates.append((gate, []))
+
+    def _leave_gate(self) -> None:
+        gate, cuda = self._gates.pop()
+        if gate is None or not cuda:
+            if gate is None and cuda and self._gates:
+                self._gates[-1][1].extend(cuda)  # a method's CUDA names belong to its class's gate too
+            return
+        line = self.ctx.position(cuda[0]).start.line
+        self.report(gate, f"this test runs where NPUs are (its skip asks for them) and puts its work on "
+                          f"{cuda[0].value} (line {line}): the skip was ported, the device was not",
+                    hint="give the test the NPU's device, or restore the skip the device was written for")
+
+    def visit_ClassDef(self, node: cst.ClassDef) -> None:
+        self._enter_gate(node)
+
+    def leave_ClassDef(self, original: cst.ClassDef, updated: cst.ClassDef) -> cst.ClassDef:
+        self._leave_gate()
+        return updated
 
     def visit_FunctionDef(self, node: cst.FunctionDef) -> None:
         self._depth += 1
         if self._depth == 1:
             self._names = {kind: [] for pair in _PAIRS for kind in pair}
+            self._enter_gate(node)
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
         self._depth -= 1
+        if self._depth == 0:
+            if self._names["npu"]:
+                self._gates[-1][1].clear()  # the test names the NPU too: reported below, if in part
+            self._leave_gate()
         for new, old in _PAIRS if self._depth == 0 else ():
             if not (self._names[new] and self._names[old]):
                 continue
@@ -167,3 +206,5 @@ class MixedDeviceTest(PythonRule):
         kind = _device(string_value(node))
         if kind is not None:
             self._names[kind].append(node)
+            if kind == "cuda" and self._gates:
+                self._gates[-1][1].append(node)

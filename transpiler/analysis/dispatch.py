@@ -16,11 +16,11 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Optional
+from typing import Optional, cast
 
 import libcst as cst
 
-from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.analysis.imports import dotted_name, iter_scope_statements
 from npu_port.transpiler.analysis.npu_patching import framework_project, patched_by
 from npu_port.transpiler.analysis.positions import setting_lookup
 from npu_port.transpiler.analysis.project_devices import VENDOR_TEST, kept_cuda_calls, project_function
@@ -687,6 +687,25 @@ def _block_guards(body: Sequence[cst.CSTNode]) -> list[tuple[cst.CSTNode, Guard]
 
 _SAYS_CUDA = re.compile(r"\bCUDA\b|\b(?:on|a|the) cuda\b|\bcuda (?:device|tensor|gpu)s?\b")
 SAYS_NPU = re.compile(r"(?i)\b(?:npu|ascend)\b")
+
+
+def refuses_saying_cuda(body: cst.BaseSuite, has_else: bool) -> bool:
+    """Whether `body` turns away what is not CUDA and says so: it raises an error whose message demands
+    CUDA, or it does nothing but say so (`print("FP8 training requires CUDA, ignoring --fp8")`, a warning)
+    and step out (`return`, `continue`) or leave the feature to its `else`: the gate of a feature its author
+    runs on CUDA alone. (A message alone, with nothing gated, is only a remark.)"""
+    statements: Sequence[cst.CSTNode] = body.body if isinstance(body, cst.IndentedBlock) else \
+        [cst.SimpleStatementLine(body=cast(cst.SimpleStatementSuite, body).body)]
+    small = list(iter_scope_statements(statements))
+    if any(isinstance(s, cst.Raise) and s.exc is not None and says_cuda(code(s.exc)) for s in small):
+        return True
+    return all(isinstance(s, _STEPS_OUT) or (isinstance(s, cst.Expr) and isinstance(s.value, cst.Call))
+               for s in small) and any(isinstance(s, cst.Expr) and says_cuda(code(s)) for s in small) \
+        and (has_else or any(isinstance(s, _STEPS_OUT) and not isinstance(s, cst.Pass) for s in small))
+
+
+# What a gate's refusing arm may do besides saying why: step out of the code it guards.
+_STEPS_OUT = (cst.Return, cst.Continue, cst.Break, cst.Pass, cst.Raise)
 
 
 def says_cuda(text: str) -> bool:

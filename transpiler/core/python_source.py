@@ -18,9 +18,9 @@ from npu_port.transpiler.analysis.dispatch import (
     code,
     dispatch_guard,
     guards_below,
-    says_cuda,
+    refuses_saying_cuda,
 )
-from npu_port.transpiler.analysis.imports import dotted_name, iter_scope_statements
+from npu_port.transpiler.analysis.imports import dotted_name
 from npu_port.transpiler.analysis.patchers import PATCHER_ENDS, is_patcher, names_torch_cuda
 from npu_port.transpiler.core import trusted_parse
 from npu_port.transpiler.core.cst_walk import TRIVIA, transform, visit
@@ -70,14 +70,6 @@ def _names_torch_cuda(node: cst.CSTNode) -> bool:
         value = node.evaluated_value
         return isinstance(value, str) and names_torch_cuda(value)
     return names_torch_cuda(dotted_name(node) or "")
-
-
-def _refuses_saying_cuda(body: cst.BaseSuite) -> bool:
-    """Whether `body` raises an error whose message demands CUDA."""
-    statements: Sequence[cst.CSTNode] = body.body if isinstance(body, cst.IndentedBlock) else \
-        [cst.SimpleStatementLine(body=cast(cst.SimpleStatementSuite, body).body)]
-    return any(isinstance(s, cst.Raise) and s.exc is not None and says_cuda(code(s.exc))
-               for s in iter_scope_statements(statements))
 
 
 def _assigned_torch_cuda(module: cst.Module) -> frozenset[str]:
@@ -255,10 +247,10 @@ class _Dispatcher(cst.CSTTransformer):
             return updated
         test = code(original.test)
         negated = "!=" in test or " not " in f" {test}"
-        if "!=" in test and _refuses_saying_cuda(updated.body):
+        if "!=" in test and refuses_saying_cuda(updated.body, updated.orelse is not None):
             # `if device != "cuda": raise ...("... only on CUDA ...")`: the author's statement of what the code
             # supports; ported, the NPU would get past it into code nobody said runs there.
-            reason = "this guard refuses every device but CUDA with an error that says so; ported, it would let the NPU through"
+            reason = "this guard turns away every device but CUDA and says so; ported, it would let the NPU through"
             hint = "if the code supports the NPU, accept \"npu\" in the guard beside \"cuda\" and say so in its message"
         else:
             arm = updated.orelse if negated else updated.body
