@@ -63,6 +63,7 @@ class EnvVarNames(EnvNameWalk, PythonRule):
     """
 
     ID = "env-var-names"
+    NEEDS_TORCH_NPU = False
     SAFETY = "safe"
     TRIGGERS = env_triggers()
 

@@ -47,6 +47,7 @@ class OomMessage(PythonRule):
     """
 
     ID = "oom-message"
+    NEEDS_TORCH_NPU = False
     SAFETY = "safe"
     TRIGGERS = ("out of memory",)
 

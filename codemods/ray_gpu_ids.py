@@ -42,6 +42,7 @@ class RayGpuIds(PythonRule):
     """
 
     ID = "ray-gpu-ids"
+    NEEDS_TORCH_NPU = False
     SAFETY = "review"
     TRIGGERS = ("get_gpu_ids",)
 

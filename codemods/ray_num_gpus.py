@@ -31,8 +31,9 @@ class RayNumGpus(PythonRule):
     What it does:
         `@ray.remote(num_gpus=n)`, `X.options(num_gpus=n)` and `ray.init(num_gpus=n)` become
         `resources={"NPU": n}`. An existing literal `resources={...}` dict gets the "NPU" entry added, never
-        replaced. `ray` is resolved through the imports (`import ray as r`, `from ray import remote`).
-        Reported instead: a `resources=` given as a variable, a dict that already has "NPU", a call that
+        replaced; one given as a variable or any other expression R (a dict or None, chosen elsewhere) becomes
+        `resources={**(R or {}), "NPU": n}`. `ray` is resolved through the imports (`import ray as r`, `from
+        ray import remote`). Reported instead: a dict that already has "NPU", a call that
         also passes `**kwargs` (they may carry `resources=`), and Ray Train's `ScalingConfig(use_gpu=...)`.
         `num_cpus` and every other option stay.
         One decision for the whole project (codemods/_ray_project.py): where some site of the project asks
@@ -64,6 +65,7 @@ class RayNumGpus(PythonRule):
     """
 
     ID = "ray-num-gpus"
+    NEEDS_TORCH_NPU = False
     SAFETY = "safe"
     TRIGGERS = ("num_gpus", "use_gpu")
 
@@ -173,8 +175,18 @@ class RayNumGpus(PythonRule):
                                 f"num_gpus= -> resources={{\"{npu}\": ...}}",
                                 portable=lambda: self._either(original, updated, index, num))
         if not isinstance(resources.value, cst.Dict):
-            self.report(original, f"resources= is not a literal dict: add \"{npu}\" to it and drop num_gpus=")
-            return updated
+            if self.ctx.options.keep_cuda:
+                self.keeps_cuda(original, f"num_gpus= merged into resources= as \"{npu}\"")
+                return updated
+            # `resources=self._resources` (a dict or None, chosen elsewhere): the NPU request joins whatever it
+            # holds, `{**(R or {}), "NPU": n}`, so the actor still fits the bundles that offer "NPU" now.
+            merged = cst.Dict([
+                cst.StarredDictElement(cst.BooleanOperation(resources.value, cst.Or(), cst.Dict([]),
+                                                            lpar=[cst.LeftParen()], rpar=[cst.RightParen()])),
+                dict_element(npu, num.value)])
+            args = [a if a is not resources else a.with_changes(value=merged) for a in updated.args]
+            return self.rewrite(original, updated, updated.with_changes(args=remove_arg(args, index)),
+                                f"num_gpus= merged into resources= as \"{npu}\" (beside what resources= holds)")
         if npu in dict_string_keys(resources.value):
             self.report(original, f"both num_gpus= and resources[\"{npu}\"] are given; keep one")
             return updated

@@ -54,6 +54,7 @@ class RayResourceKeys(PythonRule):
     """
 
     ID = "ray-resource-keys"
+    NEEDS_TORCH_NPU = False
     SAFETY = "safe"
     TRIGGERS = ('"GPU"', "'GPU'")
 

@@ -105,6 +105,7 @@ class RayRuntimeEnv(PythonRule):
     """
 
     ID = "ray-runtime-env"
+    NEEDS_TORCH_NPU = False
     SAFETY = "review"
     GROUP = "extras"
     TRIGGERS = ("ray",)

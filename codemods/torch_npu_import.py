@@ -170,6 +170,8 @@ class TorchNpuImport(PythonRule):
         `from torch import npu` that would otherwise run first. Never twice; never in files that do not
         import torch.
 
+        A file whose changes need nothing torch_npu registers (Ray's "NPU" resource, environment-variable
+        names, an error's text: rules with NEEDS_TORCH_NPU = False) gets no import either.
         Files that are NPU code already (they import torch_npu, vllm_ascend or mindspeed somewhere, sit
         in an `*_ascend` or `*_npu` package, or run under transfer_to_npu: docs/device-aware.md) get no import, and neither do files that pick the NPU at run
         time (an `is_torch_npu_available()` or an NPU branch): an info finding says so. A file written
@@ -229,6 +231,8 @@ class TorchNpuImport(PythonRule):
             return updated
         if self.ctx.options.keep_cuda and framework_loads_torch_npu(self.ctx):
             return updated
+        if not self.ctx.changes_need_torch_npu():
+            return updated  # Ray resource names, env-var names and the like only: nothing torch_npu registers
         if self.ctx.has_npu_branch() or self.ctx.dispatch.selects_npu:
             self.report(_Scope(original.body).anchor or original, "left without `import torch_npu`: this file already selects the NPU at run "
                                   "time; import it where the NPU branch runs", severity="info")

@@ -429,6 +429,7 @@ def convert_python(data: bytes, path: str, rule_classes: Sequence[type[PythonRul
     module = parse(data, path)
     ctx = PythonContext(path, data.decode(module.encoding, errors="replace"), module, options, tree)
     ctx.analyse = analyse_python
+    ctx.torch_npu_free = frozenset(cls.ID for cls in rule_classes if not cls.NEEDS_TORCH_NPU)
     rules = [cls(ctx) for cls in rule_classes]
     try:
         dispatcher = _Dispatcher(rules, ctx)

@@ -108,6 +108,10 @@ class Rule:
     # True for a rule that also acts because another rule changed the file (torch-npu-import): its own
     # triggers cover only what it does on its own, the other rules' triggers cover the rest.
     FOLLOWS_CHANGES: ClassVar[bool] = False
+    # False for a rule whose changes rely on nothing torch_npu registers (the npu device, torch.npu, hccl):
+    # Ray's resource names, environment-variable names, an error's text. A file changed by such rules
+    # alone gets no `import torch_npu` (a Ray driver that only names "NPU" resources needs no CANN).
+    NEEDS_TORCH_NPU: ClassVar[bool] = True
 
     @classmethod
     def description(cls) -> str:
@@ -203,6 +207,7 @@ class PythonContext(FileContext):
         # What the file's rules compute once and share (a helper's per-file state), keyed by its class;
         # it goes with the context.
         self.shared: dict[type, object] = {}
+        self.torch_npu_free: frozenset[str] = frozenset()  # ids of the rules whose changes need no torch_npu
         # Runs a rule over another file of the project and gives back its state (core/python_source's
         # analyse_python); None inside such a run, so that one file's analysis reads no third file.
         self.analyse: Optional[Callable[[str, str, type, RunOptions], Optional[PythonRule]]] = None
@@ -284,6 +289,13 @@ class PythonContext(FileContext):
         """Where the notes and needed imports stand now, for `withdraw_changes` (the engine marks the
         start of a decision)."""
         return len(self._pending), len(self.needed_imports)
+
+    def changes_need_torch_npu(self) -> bool:
+        """Whether a change made so far relies on what torch_npu registers: made by a rule other than those
+        that declare NEEDS_TORCH_NPU = False (`torch_npu_free`, set by the engine from the rules it runs)."""
+        changed = {kw["rule"] for _, kw in self._pending if kw["kind"] == "change"} \
+            | {f.rule for f in self.findings if f.kind == "change"}
+        return bool(changed - self.torch_npu_free)
 
     def changes_since(self, mark: tuple[int, int]) -> list[str]:
         """The rule ids of the changes noted since `mark`, in order."""
