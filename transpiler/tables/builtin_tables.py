@@ -205,7 +205,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
         {'to_device': ['tensordict.*']},
     ),
     ('ascend', 'cuda_only_packages'): (
-        '2edae741004d1502345cabe610079909',
+        '9a83eb936497b4725edb29da662c5bdb',
         {'rows': [{'name': 'cupy-cuda*',
                    'what': 'CuPy built for CUDA',
                    'hint': 'CuPy has no Ascend build; use torch tensors on the NPU (or NumPy on the host) and drop the '
@@ -223,6 +223,10 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                    'what': 'a FlashAttention build (CUDA kernels)',
                    'hint': 'no Ascend build: torch_npu.npu_fusion_attention replaces its kernels',
                    'npu_names': ['torch_npu.npu_fusion_attention']},
+                  {'name': 'ring-flash-attn',
+                   'what': "ring-flash-attention (built on flash-attn's CUDA kernels)",
+                   'hint': 'no Ascend build (it needs flash-attn): drop it and set the ring-attention degree to 1, or use '
+                           'Ulysses sequence parallelism'},
                   {'name': 'bitsandbytes',
                    'what': 'bitsandbytes (CUDA quantisation kernels)',
                    'hint': 'no Ascend build: drop it, use torch.optim / torch_npu.optim optimisers and unquantised weights '
@@ -1553,7 +1557,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                                                                      'pci_domain_id']}},
     ),
     ('ascend', 'unsupported_libraries'): (
-        '191ef75354c3bc4df3f4c414499323f7',
+        '6c43d4cf377c0deff8b8009a4184f3d6',
         {'rows': [{'module': 'triton',
                    'what': 'Triton (GPU kernels written in Python)',
                    'hint': 'Triton kernels need triton-ascend, the Ascend Triton backend, and usually retuning (block '
@@ -1705,6 +1709,13 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                    'npu_names': ['torch_npu.npu_rms_norm', 'torch_npu.npu_swiglu', 'torch_npu.npu_rotary_mul'],
                    'source': 'verl ascend_quick_start.rst; verl/models/transformers/npu_patch.py; linkedin/Liger-Kernel '
                              'v0.6.5 setup.py (npu platform) and README'},
+                  {'module': 'ring_flash_attn',
+                   'uses': True,
+                   'what': "ring-flash-attention (ring / zigzag context parallelism over flash_attn's CUDA kernels)",
+                   'hint': "it calls flash_attn's kernels, which have no Ascend build: turn ring attention off (its degree "
+                           "to 1), or use the sequence parallelism of the NPU stack (DeepSpeed Ulysses, as verl's "
+                           'ulysses_sequence_parallel_size)',
+                   'source': 'zhuzilin/ring-flash-attention README (RingAttention implemented with FlashAttention)'},
                   {'module': 'flash_attn',
                    'uses': True,
                    'what': 'FlashAttention (flash_attn CUDA kernels)',
