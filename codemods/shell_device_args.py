@@ -26,7 +26,8 @@ class ShellDeviceArgs(ShellRule):
 
     What it does:
         For `python x.py ...`, `python -m mypkg.train ...`, `torchrun [opts] x.py ...`,
-        `accelerate launch [opts] x.py ...` and `deepspeed [opts] x.py ...`, the script's arguments
+        `accelerate launch [opts] x.py ...` and `deepspeed [opts] x.py ...` (also behind wrappers: `srun
+        [opts]`, `apptainer exec [opts] IMAGE`, `nohup`, `env A=1`, `numactl`, ...), the script's arguments
         `--device cuda`, `--device=cuda:0` (also `--device_type`) become `npu` / `npu:0`, and
         `--dist-backend nccl`, `--backend=nccl` (and the `_` spellings, `--ddp-backend`) become `hccl`;
         so does every other `*_backend` / `*_device` flag (the suffixes the Python rules follow into

@@ -6,7 +6,7 @@ from npu_port.codemods._scheduler_gpus import DIRECTIVE as _DIRECTIVE
 from npu_port.codemods._scheduler_gpus import GPU_OPTION as _GPU_OPTION
 from npu_port.codemods._scheduler_gpus import HINT
 from npu_port.codemods._scheduler_gpus import SCHEDULER_COMMANDS as _SCHEDULER_COMMANDS
-from npu_port.transpiler.text.shell import Script, ShellRule
+from npu_port.transpiler.text.shell import Script, ShellRule, basename
 
 
 class ShellSchedulerGpus(ShellRule):
@@ -43,10 +43,17 @@ class ShellSchedulerGpus(ShellRule):
                 self.report(line.start() + option.start(), f"the job asks its scheduler for GPUs "
                             f"(`{option.group().strip()}`); an Ascend cluster has none under that name", hint=hint)
         for cmd in script.commands:
-            if cmd.program() not in _SCHEDULER_COMMANDS:
+            # The scheduler command, also where it wraps the command it runs (`srun --gpus-per-node=8 python
+            # t.py`: its options end at the program).
+            program, _ = cmd.argv()
+            words = cmd.words
+            head = next((k for k in range(min(program + 1, len(words)))
+                         if basename(words[k].value or "") in _SCHEDULER_COMMANDS), None)
+            if head is None:
                 continue
-            for word in cmd.words[1:]:
+            name = basename(words[head].value or "")
+            for word in words[head + 1:program if head < program else len(words)]:
                 found = _GPU_OPTION.search(word.text)
                 if found is not None:
-                    self.report(word.start, f"`{cmd.program()}` asks for GPUs (`{found.group().strip()}`); an "
+                    self.report(word.start, f"`{name}` asks for GPUs (`{found.group().strip()}`); an "
                                             "Ascend cluster has none under that name", hint=hint)

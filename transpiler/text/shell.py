@@ -43,9 +43,22 @@ SHELLS = frozenset({"bash", "sh", "zsh", "dash", "ksh"})
 TEXT_COMMANDS = frozenset({"echo", "printf", "logger", ":"})
 # Commands that run the rest of their arguments as another command.
 _WRAPPERS = {"nohup": 0, "exec": 0, "time": 0, "setsid": 0,
-             "sudo": 0, "nice": 0, "numactl": 0, "taskset": 1, "timeout": 1, "stdbuf": 0, "env": 0}
+             "sudo": 0, "nice": 0, "numactl": 0, "taskset": 1, "timeout": 1, "stdbuf": 0, "env": 0,
+             "srun": 0, "apptainer": 2, "singularity": 2}
+_CONTAINER_RUNNERS = frozenset({"apptainer", "singularity"})  # wrappers only as `exec IMAGE COMMAND`
+CONTAINER_VALUE_OPTS = {"-B", "--bind", "--env", "--env-file", "-H", "--home", "--pwd", "-o", "--overlay", "-W",
+                         "--workdir", "--mount", "-S", "--scratch", "--security", "--network", "--network-args",
+                         "--app", "--fusemount"}
 _WRAPPER_VALUE_OPTS = {"nice": {"-n"}, "sudo": {"-u", "-g"}, "timeout": {"-s", "-k", "--signal", "--kill-after"},
-                       "env": {"-u", "--unset", "-C", "--chdir"}, "numactl": {"-C", "-m", "-N", "-p"}}
+                       "env": {"-u", "--unset", "-C", "--chdir"}, "numactl": {"-C", "-m", "-N", "-p"},
+                       "srun": {"-N", "-n", "-c", "-p", "-t", "-J", "-o", "-e", "-w", "-x", "-A", "-q", "-G",
+                                "--nodes", "--ntasks", "--cpus-per-task", "--partition", "--time", "--job-name",
+                                "--output", "--error", "--nodelist", "--exclude", "--account", "--qos", "--gpus",
+                                "--gres", "--mem", "--ntasks-per-node", "--gpus-per-node", "--export", "--mpi"},
+                       "apptainer": CONTAINER_VALUE_OPTS, "singularity": CONTAINER_VALUE_OPTS}
+# Slurm's job step launcher runs its command; so does a container's `exec IMAGE COMMAND` (the subcommand and
+# the image are its two positionals). An option whose value is its own word and is not listed here ends the
+# wrapper early: the command is then not recognised, and nothing is changed in it.
 
 
 class ShellSyntaxError(SourceError):
@@ -115,7 +128,8 @@ class Command:
         env: list[Word] = []
         while i < len(words):
             name = basename(words[i].value or "")
-            if name not in _WRAPPERS:
+            if name not in _WRAPPERS or (name in _CONTAINER_RUNNERS and (
+                    i + 1 >= len(words) or words[i + 1].value != "exec")):
                 return i, env
             skip_values = _WRAPPER_VALUE_OPTS.get(name, set())
             positional = _WRAPPERS[name]
