@@ -10,6 +10,7 @@ from npu_port.codemods._cuda_packages import TRIGGER_PATTERN, match_image, match
 from npu_port.transpiler.core.files import is_makefile
 from npu_port.transpiler.core.report import Severity
 from npu_port.transpiler.core.rules import TextRule
+from npu_port.transpiler.text.make_recipes import recipes
 from npu_port.transpiler.text.shell import Script, ShellSyntaxError
 from npu_port.transpiler.text.text_edits import LineIndex
 
@@ -185,23 +186,10 @@ class CudaOnlyDepsManifest(TextRule):
 
     # -- Makefile -------------------------------------------------------------------------------
     def _makefile(self, text: str) -> Iterator[_Site]:
-        """Each recipe (a tab-indented line and the lines its `\\` continues) is run by the shell: its `pip`
-        and `uv pip` installs are read as a Dockerfile's RUN lines are. Make's own syntax stays out: the
-        recipe prefixes `@`, `-`, `+` and each continuation's leading tab become spaces (offsets are the
-        file's); `$(VAR)` reads as a command substitution and `$$` as `$`, neither of them a requirement."""
-        offset, start, body = 0, -1, ""
-        for line in text.splitlines(keepends=True):
-            if start >= 0:  # a continued recipe line
-                body += " " + line[1:] if line.startswith("\t") else line
-            elif line.startswith("\t"):
-                prefix = len(line) - len(line[1:].lstrip("@-+ \t"))
-                start, body = offset, " " * prefix + line[prefix:]
-            offset += len(line)
-            if start >= 0 and not line.rstrip("\r\n").endswith("\\"):
-                yield from self._pip_installs(body, start)
-                start, body = -1, ""
-        if start >= 0:
-            yield from self._pip_installs(body, start)
+        """Each recipe is run by the shell (text/make_recipes): its `pip` and `uv pip` installs are read as a
+        Dockerfile's RUN lines are."""
+        for start, code in recipes(text):
+            yield from self._pip_installs(code, start)
 
     # -- Dockerfile -----------------------------------------------------------------------------
     def _dockerfile(self, text: str) -> Iterator[_Site]:

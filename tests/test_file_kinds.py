@@ -32,3 +32,17 @@ def test_a_job_script_of_any_name_is_converted(tmp_path):
         out = (tmp_path / "out" / name).read_text()
         assert "ASCEND_RT_VISIBLE_DEVICES=0,1" in out and "--backend hccl" in out, name
     assert (tmp_path / "out" / "notes.md").read_text() == JOB
+
+
+def test_a_makefiles_recipe_view_keeps_the_files_offsets_and_only_the_recipes_shell():
+    from npu_port.transpiler.text.make_recipes import recipe_view, recipes
+
+    text = ("DEVICE ?= cuda\n\ntrain:\n\t@CUDA_VISIBLE_DEVICES=0 python t.py \\\n\t  --device cuda\r\n"
+            "\t-echo $$HOME $(DEVICE)\nnot_a_recipe: dep\n")
+    view = recipe_view(text)
+    assert len(view) == len(text) and view.splitlines(keepends=True)[0].strip() == ""
+    assert [code for _, code in recipes(text)] == [
+        "  CUDA_VISIBLE_DEVICES=0 python t.py \\\n   --device cuda\r\n", "  echo  $HOME $(DEVICE)\n"]
+    for start, code in recipes(text):
+        assert view[start:start + len(code)] == code
+    assert "cuda" not in view.splitlines()[0] and "not_a_recipe" not in view

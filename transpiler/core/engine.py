@@ -7,20 +7,22 @@ scout, then its pass), so a run imports the rules its files need and no others.
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Optional, Union
 
 from npu_port.transpiler.analysis.source_facts import scan
-from npu_port.transpiler.core.files import ReadError, language_of, source_text
+from npu_port.transpiler.core.files import ReadError, is_makefile, language_of, source_text
 from npu_port.transpiler.core.notebook import convert_notebook, notebook_code
 from npu_port.transpiler.core.python_source import SourceError, convert_python
 from npu_port.transpiler.core.registry import select_specs
 from npu_port.transpiler.core.report import FileOutcome, Finding, Language, Status
 from npu_port.transpiler.core.rule_catalog import RuleLike, RuleSpec, as_spec
-from npu_port.transpiler.core.rules import FileContext, Rule, RunOptions, TextRule
+from npu_port.transpiler.core.rules import FileContext, Rule, RunOptions, TextRule, kept_for_cuda
 from npu_port.transpiler.core.settings import Settings
+from npu_port.transpiler.text.make_recipes import recipe_view
 from npu_port.transpiler.text.yaml_code import without_comments
 
 
@@ -46,11 +48,49 @@ def convert_text(data: bytes, path: str, rule_classes: Sequence[type[TextRule]],
     return out, ctx.findings
 
 
+def convert_manifest(data: bytes, path: str, rule_classes: Sequence[type[TextRule]],
+                     options: RunOptions) -> tuple[bytes, list[Finding]]:
+    """A manifest's own rules; in a Makefile, the shell rules too, over its recipes (text/make_recipes).
+    A rule's edits there are made where each replaces a span of a recipe line with text that make passes
+    on as written (no `$`, which make takes for its own, no line break: make runs each recipe line in a
+    shell of its own, so a line a rule inserts would not reach the next); a rule with any other edit
+    leaves the recipe as it is, and what it would change is reported."""
+    own = [cls for cls in rule_classes if cls.LANGUAGE == "manifest"]
+    out, findings = convert_text(data, path, own, options) if own else (data, [])
+    shell = [cls for cls in rule_classes if cls.LANGUAGE == "shell"]
+    if not shell:
+        return out, findings
+    from npu_port.transpiler.text.text_edits import apply_edits  # (it loads difflib: Makefiles only)
+
+    text = base = source_text(out, "manifest")
+    ctx = FileContext(path, text, options)
+    for cls in shell:
+        rule, before = cls(ctx), len(ctx.findings)
+        rule.apply(recipe_view(text))
+        edits = getattr(rule, "edits", ())
+        if all("$" not in e.text and "\n" not in e.text for e in edits):
+            text = apply_edits(text, edits) if edits else text
+        else:
+            ctx.findings[before:] = [_left_in_recipe(f, options.keep_cuda) for f in ctx.findings[before:]]
+    return (out if text == base else text.encode("utf-8")), findings + ctx.findings
+
+
+def _left_in_recipe(finding: Finding, keep_cuda: bool) -> Finding:
+    if finding.kind != "change":
+        return finding
+    # (--keep-cuda: the device-agnostic form reads a shell variable, which make would take for its own)
+    message = kept_for_cuda(f"in a make recipe: {finding.message}") if keep_cuda else \
+        f"in a make recipe, left for a human: {finding.message}"
+    return replace(finding, kind="finding", severity="warning", message=message,
+                   hint="make the change in the recipe by hand (`$` is written `$$` there; each line runs in its own shell)")
+
+
 # CUDA C++ sources and manifests are only read: their rules report, never rewrite. Each converter takes
 # the rules of its language (PythonRule or TextRule classes; the registry picks them by LANGUAGE).
 Converter = Callable[[bytes, str, Any, RunOptions], tuple[bytes, list[Finding]]]
 CONVERTERS: dict[str, Converter] = {"python": convert_python, "shell": convert_text, "yaml": convert_text,
-                                    "cuda": convert_text, "manifest": convert_text, "notebook": convert_notebook}
+                                    "cuda": convert_text, "manifest": convert_manifest,
+                                    "notebook": convert_notebook}
 
 
 class Triggers:
@@ -113,6 +153,13 @@ class Engine:
         return [spec.load() for spec in self.specs]
 
     def needs_parse(self, data: bytes, language: Language, path: str = "") -> list[type[Rule]]:
+        """The rules to run on a file (`_chosen`); a Makefile also gets the shell rules its recipes call for."""
+        chosen = self._chosen(data, language, path)
+        if language == "manifest" and is_makefile(os.path.basename(path).lower()):
+            chosen += self._recipe_rules(data)
+        return chosen
+
+    def _chosen(self, data: bytes, language: Language, path: str = "") -> list[type[Rule]]:
         """The prefilter, in two stages. First the triggers: all rules of the language if any of their
         triggers occurs in the file's bytes (triggers are ASCII, so this holds for any ASCII-compatible
         encoding), else none. Then, for Python, the scouts: the rules that could act on the file's code
@@ -154,6 +201,19 @@ class Engine:
             # scouts declined the file (tests/test_property_prefilter.py holds them to it).
             return [s.load() for s in specs if s in wanted]
         return [s.load() for s in specs if s in wanted or s.FOLLOWS_CHANGES]
+
+    def _recipe_rules(self, data: bytes) -> list[type[Rule]]:
+        """The shell rules a Makefile's recipes trigger (all of them where any does, as for a script)."""
+        shell = self.by_language.get("shell")
+        if not shell:
+            return []
+        try:
+            view = recipe_view(source_text(data, "manifest")).encode("utf-8")
+        except ReadError:
+            return []  # the conversion reports it
+        if self.prefilter and not any(self._triggered_specs(view, "shell")):
+            return []
+        return [s.load() for s in shell]
 
     def _triggered_outside_comments(self, data: bytes) -> bool:
         """YAML: whether a trigger occurs outside the file's comments, where its keys and values are
