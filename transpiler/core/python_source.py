@@ -333,7 +333,14 @@ def _cuda_api_in(node: cst.CSTNode) -> Optional[re.Match[str]]:
     text = code(node)
     for found in _CUDA_API.finditer(text):
         before = _QUOTED.sub("", text[text.rfind("\n", 0, found.start()) + 1:found.start()])
-        if "#" not in before and before.count('"') % 2 == 0 and before.count("'") % 2 == 0:
+        if "#" in before:
+            continue
+        if before.count('"') % 2 == 0 and before.count("'") % 2 == 0:
+            return found
+        # Inside a string: code still where it is a replacement field of an f-string (`f"{torch.version.cuda}"`).
+        quote = max(before.rfind('"'), before.rfind("'"))
+        field = before[quote + 1:]
+        if quote > 0 and before[quote - 1] in "fF" and field.count("{") > field.count("}"):
             return found
     return None
 
