@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import libcst as cst
 
 from npu_port.transpiler.analysis.literals import string_value
@@ -9,6 +11,7 @@ from npu_port.transpiler.core.rules import PythonRule
 
 # vLLM's CUDA workers: the V1 engine's (vllm/v1/worker/gpu_worker.py) and the V0 engine's (vllm/worker/worker.py).
 _GPU_WORKERS = frozenset({"vllm.v1.worker.gpu_worker.Worker", "vllm.worker.worker.Worker"})
+_WORKER_MODULE = re.compile(r"\bvllm\.(?:v1\.)?worker\.(?:gpu_)?worker\b")
 # Where vllm-ascend's platform points vLLM instead (vllm_ascend/platform.py, vllm-ascend 182b75e).
 _NPU_WORKER = "vllm_ascend.worker.worker.NPUWorker"
 
@@ -40,6 +43,11 @@ class VllmGpuWorker(PythonRule):
     SAFETY = "report-only"
     NEEDS_TORCH_NPU = False
     TRIGGERS = ("worker.worker", "gpu_worker")
+
+    @classmethod
+    def scout(cls, facts, options) -> bool:
+        # The worker imported from (or named in) vLLM's worker modules, not any `worker.worker` text.
+        return facts.search(_WORKER_MODULE) or facts.any_string(lambda s: s in _GPU_WORKERS)
 
     def visit_ClassDef(self, node: cst.ClassDef) -> None:
         for base in node.bases:
