@@ -7,7 +7,7 @@ from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.analysis.dispatch import code, npu_framework_file, refuses_saying_cuda
+from npu_port.transpiler.analysis.dispatch import code, cuda_api_in, npu_framework_file, refuses_saying_cuda
 from npu_port.transpiler.analysis.imports import dotted_name, iter_scope_statements
 from npu_port.transpiler.analysis.literals import string_value
 from npu_port.transpiler.analysis.positions import setting_read
@@ -19,7 +19,6 @@ _NPU_TEST = re.compile(r"""\btorch(?:_npu\.npu|\.npu)\.(?:is_available|device_co
                        r"""|\bis_npu\w*|\.is_npu\b""")
 # A call CUDA alone answers: torch.cuda's functions and torch.backends.cuda's, `.cuda(`.
 _CUDA_CALL_OR_BUILD = re.compile(r"\btorch\.(?:backends\.)?cuda\.\w|\.cuda\s*\(|Platform\w*\s*\(|\btorch\.version\.cuda\b")
-_CUDA_VERSION = re.compile(r"\btorch\.version\.cuda\b")
 _CUDA_CALL = re.compile(r"\btorch\.(?:backends\.)?cuda\.[A-Za-z_][A-Za-z_0-9.]*|\.cuda\(")
 
 
@@ -156,7 +155,8 @@ class HalfPortedCondition(PythonRule):
                 self._report(node.test, built.group().rstrip("("),
                              "this branch is taken on the NPU (its `if` tests for it), and builds",
                              "another vendor's platform, so the NPU is run as that vendor's device")
-            if _CUDA_VERSION.search(code(node.body)):
+            left = cuda_api_in(node.body)  # (convert's own question: code, not text in strings)
+            if left is not None and left.group() == "torch.version.cuda":
                 # `if torch.npu.is_available(): print(f"CUDA Runtime : {torch.version.cuda}")`: CUDA's probe,
                 # None on the NPU (and `nvcc` with it): the test was ported, the report it guards was not.
                 self._report(node.test, "torch.version.cuda", "this branch is taken on the NPU (its `if` tests for "

@@ -71,6 +71,13 @@ _TORCH_GETATTR = re.compile(r"\bgetattr\(\s*torch\s*,\s*[A-Za-z_]")
 # A test that picks the CUDA side: a comparison with the device name, or a CUDA availability check.
 _CUDA_TEST = re.compile(r"""(?:==|!=|\bin\b)\s*["']cuda["']|["']cuda["']\s*(?:==|!=)|is_(?:torch_)?cuda_available|"""
                         r"""torch\.cuda\.is_available|\bis_nvidia\b|\bis_cuda\b""")
+# Another accelerator's availability test or device name (not CUDA's, not the NPU's): code that tests two or
+# more of them picks among accelerators at run time (accelerate, transformers), and its CUDA parts are CUDA's.
+_OTHER_ACCELERATOR = re.compile(
+    r"\bis_(?:torch_)?(xpu|mlu|hpu|mps|musa|sdaa|neuron|tpu|xla|gaudi)\w*_available\b"
+    r"|\btorch\.(xpu|mlu|hpu|musa|sdaa)\.is_available\b|\btorch\.backends\.(mps)\.is_available\b"
+    r"""|["'](xpu|mps|hpu|mlu|musa|sdaa)(?::\d+)?["']""")
+_VENDOR_WORDS = ("xpu", "mlu", "hpu", "mps", "musa", "sdaa", "neuron", "tpu", "xla", "gaudi")
 # Device names a mapping expression translates between.
 _DEVICE_NAME = re.compile(r"^(?:cuda|cpu|gpu|npu|hip|xpu|mps|rocm|musa|mlu)$")
 _REGISTER = re.compile(r"regist", re.I)
@@ -141,6 +148,15 @@ class FileDispatch:
     # constant or resolver defined in another module: analysis/project_devices): comparing them is dispatch.
     resolvers: frozenset[str] = frozenset()
     path: str = field(default="", repr=False, compare=False)
+    # The other accelerators (xpu, mlu, hpu, mps, ...) its code tests or names: two or more, and it picks among
+    # accelerators at run time (multi_vendor).
+    vendors: frozenset[str] = frozenset()
+
+    @property
+    def multi_vendor(self) -> bool:
+        """It picks among several accelerators at run time (accelerate's checkpointing, state, launchers): its
+        CUDA parts are CUDA's arms of that choice, left whole (core/rules, left_as_is)."""
+        return len(self.vendors) >= 2
 
     @cached_property
     def npu_framework(self) -> str:
@@ -173,9 +189,12 @@ class FileDispatch:
             if version is not None and version < FIRST_ASCEND_VLLM:
                 stack = (f"it is written for vLLM {'.'.join(map(str, version))}, as its folder says, which no "
                          "vllm-ascend release supports")
-        return cls(module_by_name=_found_at(_TORCH_GETATTR, text, ("getattr(",)), path=path,
-                   selects_npu=bool(resolvers) or selects_npu_at_run_time(text), npu=npu, resolvers=resolvers,
-                   npu_code=npu and _found_at(_NPU_CODE, text, _NPU_CODE_STARTS),
+        vendors = frozenset(next(g for g in m.groups() if g) for m in _OTHER_ACCELERATOR.finditer(text)) \
+            if any(v in text for v in _VENDOR_WORDS) else frozenset()
+        multi_vendor = len(vendors) >= 2  # (a file that picks among accelerators: its CUDA parts are CUDA's)
+        return cls(module_by_name=_found_at(_TORCH_GETATTR, text, ("getattr(",)), path=path, vendors=vendors,
+                   selects_npu=bool(resolvers) or multi_vendor or selects_npu_at_run_time(text), npu=npu,
+                   resolvers=resolvers, npu_code=npu and _found_at(_NPU_CODE, text, _NPU_CODE_STARTS),
                    nvidia_tests=_found_at(_NVIDIA_TEST, text, _NVIDIA_TEST_STARTS),
                    registry=_REGISTER.search(text) is not None,
                    cuda_flags=_found_at(_CUDA_FLAG, text, ("cuda", "gpu", "use_cuda", "use_gpu")),
@@ -706,6 +725,40 @@ def refuses_saying_cuda(body: cst.BaseSuite, has_else: bool) -> bool:
 
 # What a gate's refusing arm may do besides saying why: step out of the code it guards.
 _STEPS_OUT = (cst.Return, cst.Continue, cst.Break, cst.Pass, cst.Raise)
+
+
+# A CUDA API still called in a decision: a torch.cuda / torch.backends.cuda name, `.cuda(`, `.is_cuda`.
+# CUDA left in code after the rules ran: torch.cuda's API, `.cuda(`, `.is_cuda`, the CUDA version probe (None on
+# the NPU: a branch that prints or parses it is CUDA's), and the profiler's CUDA activity (kept where the file's
+# profiler stays on torch.profiler, profiler-npu).
+_CUDA_API = re.compile(r"\btorch\.(?:backends\.)?cuda\.[A-Za-z_][A-Za-z_0-9.]*|\.cuda\(|\.is_cuda\b"
+                       r"|\btorch\.version\.cuda\b|\bProfilerActivity\.CUDA\b")
+_QUOTED = re.compile(r"\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'")
+# NVIDIA's command-line tools run from code (`subprocess.run(["nvidia-smi", ...])`, `os.popen("nvcc --version")`):
+# a string, but a CUDA call all the same; an NPU host has neither.
+_CUDA_TOOL = re.compile(r"""(?<=["'])(?:nvidia-smi|nvcc)(?=(?:\s+-[^"'\n]*)?["'])""")
+
+
+def cuda_api_in(node: cst.CSTNode) -> Optional[re.Match[str]]:
+    """The first CUDA API the code of `node` calls: not one in a comment or a string (`# torch.cuda.x is
+    not needed here`, a log message), which the code text holds too; but one in an f-string's replacement
+    field, and NVIDIA's tools run by name (`["nvidia-smi", ...]`)."""
+    text = code(node)
+    for found in _CUDA_API.finditer(text):
+        before = _QUOTED.sub("", text[text.rfind("\n", 0, found.start()) + 1:found.start()])
+        if "#" in before:
+            continue
+        if before.count('"') % 2 == 0 and before.count("'") % 2 == 0:
+            return found
+        # Inside a string: code still where it is a replacement field of an f-string (`f"{torch.version.cuda}"`).
+        quote = max(before.rfind('"'), before.rfind("'"))
+        field = before[quote + 1:]
+        if quote > 0 and before[quote - 1] in "fF" and field.count("{") > field.count("}"):
+            return found
+    for found in _CUDA_TOOL.finditer(text) if "npu-smi" not in text else ():  # (beside npu-smi: a choice of tool)
+        if "#" not in _QUOTED.sub("", text[text.rfind("\n", 0, found.start()) + 1:found.start()]):
+            return found
+    return None
 
 
 def says_cuda(text: str) -> bool:

@@ -16,6 +16,7 @@ from npu_port.transpiler.analysis.dispatch import (
     MARKING_TYPES,
     Guard,
     code,
+    cuda_api_in,
     dispatch_guard,
     guards_below,
     refuses_saying_cuda,
@@ -222,7 +223,7 @@ class _Dispatcher(cst.CSTTransformer):
         # Of a conditional expression, the arms: a CUDA test left beside a ported arm only keeps the NPU
         # on the other arm, as the original did; a CUDA call in an arm after a ported test is reached.
         arms = (updated.body, updated.orelse) if isinstance(updated, cst.IfExp) else (updated,)
-        left = next((m for m in (_cuda_api_in(a) for a in arms) if m is not None), None)
+        left = next((m for m in (cuda_api_in(a) for a in arms) if m is not None), None)
         if left is None:
             return updated
         self._ctx.withdraw_changes(mark)
@@ -254,7 +255,7 @@ class _Dispatcher(cst.CSTTransformer):
             hint = "if the code supports the NPU, accept \"npu\" in the guard beside \"cuda\" and say so in its message"
         else:
             arm = updated.orelse if negated else updated.body
-            left = _cuda_api_in(arm) if arm is not None else None
+            left = cuda_api_in(arm) if arm is not None else None
             if left is None or self._left_on_purpose(original.orelse if negated else original.body):
                 return updated
             reason = (f"the branch this test would take on the NPU still calls `{left.group().rstrip('(')}`, which is "
@@ -318,33 +319,6 @@ _SCOPE, _PATCH, _MARKING, _GUARD, _STATEMENT, _DECISION, _ORIGINAL, _BRANCH = 1,
 # A file that assigns a torch.cuda name (`torch.cuda.empty_cache = lambda: None`) may save the original
 # first and put it back after (`saved = torch.cuda.empty_cache` ... `torch.cuda.empty_cache = saved`).
 _ASSIGNS_TORCH_CUDA = re.compile(r"\btorch\.cuda\.[A-Za-z_][\w.]*\s*(?::[^=\n]*)?=(?!=)")
-# A CUDA API still called in a decision: a torch.cuda / torch.backends.cuda name, `.cuda(`, `.is_cuda`.
-# CUDA left in code after the rules ran: torch.cuda's API, `.cuda(`, `.is_cuda`, the CUDA version probe (None on
-# the NPU: a branch that prints or parses it is CUDA's), and the profiler's CUDA activity (kept where the file's
-# profiler stays on torch.profiler, profiler-npu).
-_CUDA_API = re.compile(r"\btorch\.(?:backends\.)?cuda\.[A-Za-z_][A-Za-z_0-9.]*|\.cuda\(|\.is_cuda\b"
-                       r"|\btorch\.version\.cuda\b|\bProfilerActivity\.CUDA\b")
-_QUOTED = re.compile(r"\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'")
-
-
-def _cuda_api_in(node: cst.CSTNode) -> Optional[re.Match[str]]:
-    """The first CUDA API the code of `node` calls: not one in a comment or a string (`# torch.cuda.x is
-    not needed here`, a log message), which the code text holds too."""
-    text = code(node)
-    for found in _CUDA_API.finditer(text):
-        before = _QUOTED.sub("", text[text.rfind("\n", 0, found.start()) + 1:found.start()])
-        if "#" in before:
-            continue
-        if before.count('"') % 2 == 0 and before.count("'") % 2 == 0:
-            return found
-        # Inside a string: code still where it is a replacement field of an f-string (`f"{torch.version.cuda}"`).
-        quote = max(before.rfind('"'), before.rfind("'"))
-        field = before[quote + 1:]
-        if quote > 0 and before[quote - 1] in "fF" and field.count("{") > field.count("}"):
-            return found
-    return None
-
-
 def parse_module(source: bytes | str) -> cst.Module:
     """cst.parse_module, except that a file ending in a lone CR (old Mac line ends) keeps it when printed:
     LibCST's native parser takes only a final "\n" for a trailing newline, so the module it returns

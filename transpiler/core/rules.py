@@ -250,7 +250,8 @@ class PythonContext(FileContext):
 
     def left_as_is(self, node: cst.CSTNode, rule: str) -> bool:
         """True when no rule may change `node`, having said why: an ignore comment, a shim target, code
-        that picks a branch by device, or an NVIDIA-only module (said once per file)."""
+        that picks a branch by device, an NVIDIA-only module (said once per file), or a module that picks among
+        several accelerators (XPU, MLU, HPU, MPS, ...: accelerate's, said at each site)."""
         if self.is_silenced(node, rule):
             return True
         if self.is_patched(node):
@@ -265,6 +266,13 @@ class PythonContext(FileContext):
             if not self._stack_noted:
                 self._stack_noted = True
                 self.note(node, rule, f"left as is: {whole.reason}", severity=whole.severity)
+            return True
+        if self.dispatch.multi_vendor:
+            # Each site said: each is a place where the NPU needs an arm of its own beside CUDA's.
+            vendors = ", ".join(sorted(v.upper() for v in self.dispatch.vendors))
+            self.note(node, rule, f"left as is: this module picks among accelerators at run time (it tests {vendors} "
+                                  "too), so this is CUDA's part of that choice; renamed, the NPU would run CUDA's code",
+                      severity="info", hint="give the NPU an arm of its own beside CUDA's (torch.npu, \"npu\", \"hccl\")")
             return True
         guard = self.guard_of(node)
         if guard is not None:
