@@ -148,8 +148,9 @@ class FileDispatch:
     # constant or resolver defined in another module: analysis/project_devices): comparing them is dispatch.
     resolvers: frozenset[str] = frozenset()
     path: str = field(default="", repr=False, compare=False)
-    # The other accelerators (xpu, mlu, hpu, mps, ...) its code tests or names: two or more, and it picks among
-    # accelerators at run time (multi_vendor).
+    # The other accelerators (xpu, mlu, hpu, mps, ...) its code tests or names, and "(predicates)" where it asks
+    # a vendor's availability predicate (`is_xpu_available()`): two or more, and it picks among accelerators at
+    # run time (multi_vendor).
     vendors: frozenset[str] = frozenset()
 
     @property
@@ -189,8 +190,12 @@ class FileDispatch:
             if version is not None and version < FIRST_ASCEND_VLLM:
                 stack = (f"it is written for vLLM {'.'.join(map(str, version))}, as its folder says, which no "
                          "vllm-ascend release supports")
-        vendors = frozenset(next(g for g in m.groups() if g) for m in _OTHER_ACCELERATOR.finditer(text)) \
-            if any(v in text for v in _VENDOR_WORDS) else frozenset()
+        found = list(_OTHER_ACCELERATOR.finditer(text)) if any(v in text for v in _VENDOR_WORDS) else []
+        vendors = frozenset(next(g for g in m.groups() if g) for m in found)
+        # A vendor's availability predicate (`is_xpu_available()`, a project's or a library's registry of
+        # accelerators, not torch's own `torch.xpu.is_available()`) marks device-aware code on its own.
+        if any(m.group(1) for m in found):
+            vendors |= {"(predicates)"}
         multi_vendor = len(vendors) >= 2  # (a file that picks among accelerators: its CUDA parts are CUDA's)
         return cls(module_by_name=_found_at(_TORCH_GETATTR, text, ("getattr(",)), path=path, vendors=vendors,
                    selects_npu=bool(resolvers) or multi_vendor or selects_npu_at_run_time(text), npu=npu,
