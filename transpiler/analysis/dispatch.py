@@ -96,7 +96,10 @@ _NVIDIA_STACK_IMPORT = re.compile(r"^[ \t]*(?:import|from)[ \t]+(cupy|nixl\w*|te
 # A package named for the NPU (vllm_ascend, verl_npu: a plugin loaded on NPU hosts) is NPU code by its path.
 # A module that runs after torch.cuda was patched onto the NPU (transfer_to_npu, MindSpeed's megatron_adaptor,
 # imported by it or by a module that importing it runs: MindSpeed-RL) is NPU code: analysis/npu_patching.
-_NPU_FRAMEWORK_IMPORT = re.compile(r"^(?:import|from)[ \t]+(vllm_ascend|mindspeed\w*)\b", re.M)
+# vllm-ascend imported anywhere, also under `if is_vllm_ascend_available():` (the module picks vLLM's Ascend
+# plugin at run time: its vLLM names are deliberate); MindSpeed at the top (a `try:` import of its adaptor is
+# an optional patch of a module that is still converted).
+_NPU_FRAMEWORK_IMPORT = re.compile(r"^(?:[ \t]*(?:import|from)[ \t]+(vllm_ascend)|(?:import|from)[ \t]+(mindspeed\w*))\b", re.M)
 _NPU_FRAMEWORK_PATH = re.compile(r"(?:^|/)(\w+_(?:ascend|npu))/")
 
 
@@ -105,7 +108,7 @@ def npu_framework_reason(path: str, text: str) -> str:
     The one decision convert and check read (FileDispatch.npu_framework, the check rules' scouts)."""
     native = _NPU_FRAMEWORK_IMPORT.search(text) if ("vllm_ascend" in text or "mindspeed" in text) else None
     if native:
-        return f"it imports {native.group(1)}"
+        return f"it imports {native.group(1) or native.group(2)}"
     package = _NPU_FRAMEWORK_PATH.search(path.replace("\\", "/"))
     if package:
         return f"it is part of {package.group(1)}"
