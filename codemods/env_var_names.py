@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import re
-from typing import Optional, cast
+from typing import cast
 
 import libcst as cst
 
@@ -31,6 +31,8 @@ class EnvVarNames(EnvNameWalk, PythonRule):
         environment-style name and no value one) -- renames CUDA_VISIBLE_DEVICES -> ASCEND_RT_VISIBLE_DEVICES, PYTORCH_CUDA_ALLOC_CONF ->
         PYTORCH_NPU_ALLOC_CONF and NCCL_SOCKET_IFNAME -> HCCL_SOCKET_IFNAME. `from os import environ,
         getenv` and `import os as _os` are resolved through the imports.
+        A CUDA name set in a file that sets the target name too (`os.environ["ASCEND_RT_VISIBLE_DEVICES"] = ids`
+        beside the CUDA one: written for both platforms) stays (info); one read there is renamed.
         Variables Ascend still reads (CUDA_DEVICE_MAX_CONNECTIONS, NCCL_DEBUG, CUDA_HOME) stay; NCCL tuning
         with no HCCL equivalent (NCCL_IB_*, NCCL_P2P_DISABLE, ...) stays and is reported with a hint.
         A set, list or tuple of variable names used as a set of environment names (stripped from or copied
@@ -81,10 +83,9 @@ class EnvVarNames(EnvNameWalk, PythonRule):
         self.positions = EnvPositions(ctx.imports)
         self._renames: dict[cst.CSTNode, tuple[str, str]] = {}
         self._seen: set[cst.CSTNode] = set()
-        # Names spelled next to a renamed one (other keywords of its call, other keys of its dict): a
-        # script written for both platforms may already set the target name there.
-        self._siblings: dict[cst.CSTNode, frozenset[str]] = {}
         self._both: dict[cst.CSTNode, cst.Assign] = {}  # --keep-cuda: name node -> its assignment
+        self._spelled: dict[str, bool] = {}  # NPU names the file sets already (_set_in_file)
+        self._writes: set[cst.CSTNode] = set()  # name positions that set the variable (a value given)
         self._name_sets: dict[cst.CSTNode, NameSet] = {}
         # CUDA names of the sets left as they are: their reads and writes in the file stay with them.
         self._held: dict[str, NameSet] = {}
@@ -139,6 +140,8 @@ class EnvVarNames(EnvNameWalk, PythonRule):
                             "is, holds it (the set and its reads and writes are one decision)", severity="info")
             elif row.status == "rename":
                 self._renames[env.node] = (env.name, cast(str, row.npu))  # a rename row names it
+                if env.value is not None:
+                    self._writes.add(env.node)
             else:
                 self.report(env.node, row.left(env.name, self.ctx.target),
                             severity="warning", hint=row.hint)
@@ -213,17 +216,9 @@ class EnvVarNames(EnvNameWalk, PythonRule):
             self._message_calls.add(id(node))
             self._messages += 1
         self._take(self.positions.in_call(node))
-        self._note_siblings([(a.keyword, a.keyword.value) for a in node.args if a.keyword is not None])
 
     def visit_Dict(self, node: cst.Dict) -> None:
         self._take(self.positions.in_dict(node))
-        self._note_siblings([(el.key, string_value(el.key)) for el in node.elements if isinstance(el, cst.DictElement)])
-
-    def _note_siblings(self, named: list[tuple[cst.CSTNode, Optional[str]]]) -> None:
-        if any(node in self._renames for node, _ in named):
-            names = frozenset(name for _, name in named if name)
-            for node, _ in named:
-                self._siblings[node] = names
 
     def _renamed(self, original: cst.BaseExpression, updated: cst.BaseExpression, new_node_for) -> cst.BaseExpression:
         rename = self._renames.get(original)
@@ -232,11 +227,22 @@ class EnvVarNames(EnvNameWalk, PythonRule):
         old, new = rename
         if original in self._both:
             return updated  # set under both names by leave_Assign
-        if new in self._siblings.get(original, ()):
-            self.report(original, f"{old} is set next to {new}; left as is (renaming it would set {new} twice)",
-                        severity="info", hint=f"delete the {old} entry")
+        if original in self._writes and self._set_in_file(new):
+            self.report(original, f"{old} left as is: the file sets {new} too (it sets both, for either platform); "
+                                  "renamed, it would set it twice", severity="info")
             return updated
         return self.rewrite(original, updated, new_node_for(new), f"environment variable {old} -> {new}")
+
+    def _set_in_file(self, name: str) -> bool:
+        """Whether the file's code sets `name` (`E["ASCEND_RT_VISIBLE_DEVICES"] = ...`, a dict key, a keyword): a
+        file written for both platforms, where a CUDA name set beside it stays. (A CUDA name read where the NPU's
+        is set is a half port: renamed.)"""
+        found = self._spelled.get(name)
+        if found is None:
+            quoted = rf"""["']{re.escape(name)}["']"""
+            found = self._spelled[name] = re.search(rf"{quoted}\s*\]\s*=(?!=)|{quoted}\s*:|\b{re.escape(name)}\s*=(?!=)",
+                                                    self.ctx.text) is not None
+        return found
 
     def leave_SimpleString(self, original: cst.SimpleString, updated: cst.SimpleString) -> cst.BaseExpression:
         return self._renamed(original, updated, lambda new: with_string_value(updated, new))

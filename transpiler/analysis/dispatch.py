@@ -193,11 +193,11 @@ class FileDispatch:
             if version is not None and version < FIRST_ASCEND_VLLM:
                 stack = (f"it is written for vLLM {'.'.join(map(str, version))}, as its folder says, which no "
                          "vllm-ascend release supports")
-        found = list(_OTHER_ACCELERATOR.finditer(text)) if any(v in text for v in _VENDOR_WORDS) else []
-        vendors = frozenset(next(g for g in m.groups() if g) for m in found)
+        matches = list(_OTHER_ACCELERATOR.finditer(text)) if any(v in text for v in _VENDOR_WORDS) else []
+        vendors = frozenset(next(g for g in m.groups() if g) for m in matches)
         # A vendor's availability predicate (`is_xpu_available()`, a project's or a library's registry of
         # accelerators, not torch's own `torch.xpu.is_available()`) marks device-aware code on its own.
-        if any(m.group(1) for m in found):
+        if any(m.group(1) for m in matches):
             vendors |= {"(predicates)"}
         multi_vendor = len(vendors) >= 2  # (a file that picks among accelerators: its CUDA parts are CUDA's)
         return cls(module_by_name=_found_at(_TORCH_GETATTR, text, ("getattr(",)), path=path, vendors=vendors,
