@@ -65,7 +65,8 @@ class ShellEnvVars(ShellRule):
         values only (`NCCL_ASYNC_ERROR_HANDLING=1` -> `HCCL_ASYNC_ERROR_HANDLING=1`, not `=3`) is renamed,
         with its reads, where every setting of it in the script has such a value. Variables without an Ascend
         counterpart (`NCCL_IB_*`, `NCCL_P2P_DISABLE`, `VLLM_ATTENTION_BACKEND=FLASH_ATTN`) are reported
-        where they are set and left in place.
+        where they are set and left in place. A script written for both platforms keeps its CUDA names: one
+        set where the script sets the Ascend name too, one read where it reads the Ascend name too (info).
 
     Why:
         torch_npu, HCCL and Ray read the Ascend names; a launcher that sets only the CUDA names
@@ -99,6 +100,10 @@ class ShellEnvVars(ShellRule):
 
     def check(self, script: Script) -> None:
         self._settled = self._value_renames(script)
+        # Names the script sets, and names it reads: one written for both platforms sets (or reports) the
+        # Ascend name beside the CUDA one, which then stays.
+        self._set_names = {_word_name(w) for cmd in script.commands for w, _ in assignment_words_with_option(cmd)}
+        self._read_names = {p.name for p in script.params}
         for cmd in script.commands:
             words = assignment_words_with_option(cmd)
             names = {_word_name(w) for w, _ in words}
@@ -144,6 +149,10 @@ class ShellEnvVars(ShellRule):
             if not assignment and self.parsed.text.endswith(("${" + row.npu + ":-$", "${" + row.npu + ":-${"), 0, start):
                 return  # the default of a read of the Ascend name: the --keep-cuda form of this read
             npu = row.npu
+            if npu in (self._set_names if assignment else self._read_names):
+                self.report(start, f"{name} left as is: the script {'sets' if assignment else 'reads'} {npu} too "
+                                   "(written for both platforms)", severity="info")
+                return
             scope = (cmd.start, cmd.end) if cmd else None
             end = start + len(name)
             if self.ctx.options.keep_cuda and (form := portable(npu)) is not None:
