@@ -23,6 +23,9 @@ _CUDA_CALL = re.compile(r"\btorch\.(?:backends\.)?cuda\.[A-Za-z_][A-Za-z_0-9.]*|
 
 
 # A CUDA test (the converse of _NPU_TEST): torch.cuda's availability, a device compared with "cuda", `.is_cuda`.
+# An NPU call, and a predicate named for CUDA (`is_cuda_available()`, a project's or a library's).
+_NPU_CALL = re.compile(r"\btorch(?:_npu)?\.npu\.[A-Za-z_]\w*|\.npu\(")
+_CUDA_PREDICATE = re.compile(r"\bis_(?:torch_)?cuda(?:_\w+)?_available\b")
 _CUDA_TEST = re.compile(r"""\btorch\.cuda\.(?:is_available|device_count)\b|==\s*["']cuda(?::\d+)?["']|\.is_cuda\b""")
 # The values one device's arm of a decision gives: its device name or its collective backend.
 _CUDA_VALUES = frozenset({"cuda", "nccl"})
@@ -122,7 +125,8 @@ class HalfPortedCondition(PythonRule):
         # whose torch.cuda is patched on purpose).
         if not (facts.has_word("npu", "torch_npu", "is_npu") or facts.any_string(lambda s: s.split(":")[0] == "npu")):
             return False
-        return (facts.search_code(_CUDA_CALL_OR_BUILD) or facts.has_word("fork_rng", "nvidia", "ProfilerActivity")
+        return (facts.search_code(_CUDA_CALL_OR_BUILD) or facts.search_code(_CUDA_PREDICATE)
+                or facts.has_word("fork_rng", "nvidia", "ProfilerActivity")
                 or facts.any_string(lambda s: s.split(":")[0] in _CUDA_VALUES or "CUDA" in s)) \
             and not npu_framework_file(facts.path, facts.code)
 
@@ -168,6 +172,13 @@ class HalfPortedCondition(PythonRule):
                 self._report(node.test, nvidia, "this branch is taken on the NPU (its `if` tests for it), and "
                              "imports", "a module of NVIDIA's stack, which an NPU host does not have")
 
+        elif self._cuda_taken(node.test):
+            npu = _NPU_CALL.search(code(node.body))
+            if npu is not None:
+                # `if is_cuda_available(): states["cuda"] = torch.npu.get_rng_state_all()`: CUDA's arm ported while
+                # its test was not (or a vendor-named predicate kept): the NPU never reaches it, CUDA breaks in it.
+                self._report(node.test, npu.group().rstrip("("), "this branch is taken on CUDA (its `if` tests for "
+                             "it), and calls", "an NPU API, which CUDA hosts lack and the NPU never reaches here")
         elif isinstance(node.test, cst.Comparison) and _gate_against(node.test, _NPU_VALUES) \
                 and refuses_saying_cuda(node.body, node.orelse is not None):
             # `if device_type != "npu": print("FP8 training requires CUDA, ignoring --fp8") else: <FP8>`: the
@@ -205,6 +216,13 @@ class HalfPortedCondition(PythonRule):
         text = code(test)
         return self._tests_npu(text) and _CUDA_CALL.search(text) is None and " or " not in text \
             and not text.lstrip().startswith("not ") and "!=" not in text and _CUDA_TEST.search(text) is None
+
+    def _cuda_taken(self, test: cst.BaseExpression) -> bool:
+        """A test that holds on CUDA alone: a CUDA test (`torch.cuda.is_available()`, `is_cuda_available()`,
+        `device.type == "cuda"`, a name bound to one), not negated, naming no NPU."""
+        text = code(test)
+        return (self._tests_cuda(text) or _CUDA_PREDICATE.search(text) is not None) and not self._tests_npu(text) \
+            and " or " not in text and not text.lstrip().startswith("not ") and "!=" not in text
 
     def _tests_cuda(self, text: str) -> bool:
         """A CUDA test, or a name the module binds to one (`is_cuda_available = torch.cuda.is_available()`)."""
