@@ -42,6 +42,9 @@ VENDOR_CLASS = Guard("this class describes another vendor's GPUs (its name says 
                      "backend or kernel wrapper); its device, backend and calls are that vendor's")
 DEVICE_MODULE_RESOLVER = Guard("this picks the device module by name at run time (`getattr(torch, name)`); its "
                                "torch.cuda is the fallback for a name torch lacks")
+CUDA_FEATURE_GATE = Guard("this gate keeps a feature on CUDA alone (the code after it has nothing of CUDA's to port: "
+                          "a feature written for CUDA); renamed, the NPU would get it. Accept \"npu\" here once the "
+                          "feature runs there", "warning")
 NPU_TWIN = Guard("an NPU-guarded twin of this call follows (`if <npu>: torch.npu....`): this line is the CUDA one")
 DEVICE_COMPARISON = Guard("this compares a run-time device name in a module that also handles the NPU: "
                           "renamed, the NPU would take this branch too")
@@ -71,12 +74,13 @@ _TORCH_GETATTR = re.compile(r"\bgetattr\(\s*torch\s*,\s*[A-Za-z_]")
 # A test that picks the CUDA side: a comparison with the device name, or a CUDA availability check.
 _CUDA_TEST = re.compile(r"""(?:==|!=|\bin\b)\s*["']cuda["']|["']cuda["']\s*(?:==|!=)|is_(?:torch_)?cuda_available|"""
                         r"""torch\.cuda\.is_available|\bis_nvidia\b|\bis_cuda\b""")
-# Another accelerator's availability test or device name (not CUDA's, not the NPU's): code that tests two or
-# more of them picks among accelerators at run time (accelerate, transformers), and its CUDA parts are CUDA's.
+# Another accelerator's test (not CUDA's, not the NPU's): its availability, or a device name compared (a
+# device name merely used, `torch.xpu.get_device_properties("xpu")`, is no test). Code that tests two or more
+# of them picks among accelerators at run time (accelerate, transformers), and its CUDA parts are CUDA's.
 _OTHER_ACCELERATOR = re.compile(
     r"\bis_(?:torch_)?(xpu|mlu|hpu|mps|musa|sdaa|neuron|tpu|xla|gaudi)\w*_available\b"
     r"|\btorch\.(xpu|mlu|hpu|musa|sdaa)\.is_available\b|\btorch\.backends\.(mps)\.is_available\b"
-    r"""|["'](xpu|mps|hpu|mlu|musa|sdaa)(?::\d+)?["']""")
+    r"""|(?:==|!=)\s*["'](xpu|mps|hpu|mlu|musa|sdaa)(?::\d+)?["']""")
 _VENDOR_WORDS = ("xpu", "mlu", "hpu", "mps", "musa", "sdaa", "neuron", "tpu", "xla", "gaudi")
 # Device names a mapping expression translates between.
 _DEVICE_NAME = re.compile(r"^(?:cuda|cpu|gpu|npu|hip|xpu|mps|rocm|musa|mlu)$")
@@ -151,6 +155,7 @@ class FileDispatch:
     # constant or resolver defined in another module: analysis/project_devices): comparing them is dispatch.
     resolvers: frozenset[str] = frozenset()
     path: str = field(default="", repr=False, compare=False)
+    cuda_gates: bool = False  # it compares something `!= "cuda"` (a feature gate may step out there)
     # The other accelerators (xpu, mlu, hpu, mps, ...) its code tests or names, and "(predicates)" where it asks
     # a vendor's availability predicate (`is_xpu_available()`): two or more, and it picks among accelerators at
     # run time (multi_vendor).
@@ -207,7 +212,8 @@ class FileDispatch:
                    registry=_REGISTER.search(text) is not None,
                    cuda_flags=_found_at(_CUDA_FLAG, text, ("cuda", "gpu", "use_cuda", "use_gpu")),
                    nvidia_stack=stack, rocm_variables=_found_at(_ROCM_VARIABLES, text, _ROCM_STARTS), text=text,
-                   cuda_mocks="torch.cuda" in text and MOCKED_CUDA_NAME.search(text) is not None)
+                   cuda_mocks="torch.cuda" in text and MOCKED_CUDA_NAME.search(text) is not None,
+                   cuda_gates="!=" in text and _GATE_TEST.search(text) is not None)
 
     @cached_property
     def compared_with_npu(self) -> frozenset[str]:
@@ -564,6 +570,8 @@ def guards_below(node: cst.CSTNode, shapes: FileDispatch, resolve) -> list[tuple
         found = _block_guards(body) if shapes.npu else []
         if shapes.npu_code or shapes.selects_npu:
             found += _compared_arms(body, shapes)
+        if shapes.cuda_gates:
+            found += _feature_gates(body)
         return found
     out: list[tuple[cst.CSTNode, Guard]] = []
     if kind is cst.Call:
@@ -665,6 +673,29 @@ def _and_operands(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
         return _and_operands(test.left) + _and_operands(test.right)
     return [test]
+
+
+def _feature_gates(body: Sequence[cst.CSTNode]) -> list[tuple[cst.CSTNode, Guard]]:
+    """`if device_type != "cuda": return` (no `else`) followed by code with nothing of CUDA's in it to port (no
+    torch.cuda, no "cuda" value, no use of the device compared: torchtitan's NUMA binding): the gate of a
+    feature its author runs on CUDA alone. Renamed, the NPU would get the feature; left, it keeps stepping out."""
+    out: list[tuple[cst.CSTNode, Guard]] = []
+    for i, statement in enumerate(body):
+        if not (isinstance(statement, cst.If) and statement.orelse is None and isinstance(statement.test, cst.Comparison)
+                and _GATE_TEST.fullmatch(code(statement.test).strip()) and _exits(statement.body)):
+            continue
+        rest = body[i + 1:]
+        # The device compared is not used after the gate either (`torch.zeros(1, device=device)` is device-generic
+        # code the NPU runs as well): only the gated feature's own code follows.
+        compared = re.compile(rf"\b{re.escape(code(statement.test.left).strip())}\b")
+        if rest and not any(cuda_api_in(s) is not None or _CUDA_VALUE.search(code(s)) or compared.search(code(s))
+                            for s in rest):
+            out.append((statement, CUDA_FEATURE_GATE))
+    return out
+
+
+_GATE_TEST = re.compile(r"""[\w.()]+\s*!=\s*["']cuda["']""")
+_CUDA_VALUE = re.compile(r"""["']cuda(?::\d+)?["']""")
 
 
 def _exits(block: cst.BaseSuite) -> bool:
