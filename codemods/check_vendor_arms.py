@@ -6,14 +6,13 @@ import re
 
 import libcst as cst
 
-from npu_port.transpiler.analysis.dispatch import code
+from npu_port.transpiler.analysis.dispatch import VENDOR_WORDS, code
 from npu_port.transpiler.core.rules import PythonRule
 
 # The NPU named in code: its module, an NPU tensor method, its device name.
 _NPU_NAME = re.compile(r"\btorch(?:_npu)?\.npu\.[A-Za-z_]\w*|\.npu\(|\.is_npu\b")
 # CUDA named in code (or in a device literal): the arms a port keeps beside the NPU's.
 _CUDA_NAME = re.compile(r"""\btorch\.(?:backends\.)?cuda\b|\.cuda\(|\.is_cuda\b|["']cuda(?::\d+)?["']|\bis_\w*cuda\w*""")
-_VENDOR_WORDS = ("xpu", "mlu", "hpu", "mps", "musa", "sdaa", "neuron")
 
 
 class NpuInCudaPlace(PythonRule):
@@ -48,7 +47,7 @@ class NpuInCudaPlace(PythonRule):
     @classmethod
     def scout(cls, facts, options) -> bool:
         return facts.search_code(_NPU_NAME) and not facts.search_code(_CUDA_NAME) \
-            and any(w in facts.code for w in _VENDOR_WORDS)
+            and any(w in facts.code for w in VENDOR_WORDS)
 
     def __init__(self, ctx):
         super().__init__(ctx)
@@ -65,7 +64,6 @@ class NpuInCudaPlace(PythonRule):
     def _statement(self, node: cst.CSTNode, text: str) -> None:
         found = _NPU_NAME.search(text)
         if found is not None:
-            vendors = ", ".join(sorted(v.upper() for v in self.ctx.dispatch.vendors if v != "(predicates)"))
-            self.report(node, f"this module picks among accelerators ({vendors}) and names `{found.group().rstrip('(')}` "
+            self.report(node, f"this module picks among accelerators ({self.ctx.dispatch.vendor_names}) and names `{found.group().rstrip('(')}` "
                               "here, but CUDA nowhere any more: CUDA's arms were renamed, so the NPU runs code written "
                               "for CUDA", hint="restore CUDA's arm and give the NPU an arm of its own beside it")

@@ -84,7 +84,7 @@ class EnvVarNames(EnvNameWalk, PythonRule):
         self._renames: dict[cst.CSTNode, tuple[str, str]] = {}
         self._seen: set[cst.CSTNode] = set()
         self._both: dict[cst.CSTNode, cst.Assign] = {}  # --keep-cuda: name node -> its assignment
-        self._spelled: dict[str, bool] = {}  # NPU names the file sets already (_set_in_file)
+        self._npu_set: dict[str, bool] = {}  # whether the file sets each NPU name (_set_in_file)
         self._writes: set[cst.CSTNode] = set()  # name positions that set the variable (a value given)
         self._name_sets: dict[cst.CSTNode, NameSet] = {}
         # CUDA names of the sets left as they are: their reads and writes in the file stay with them.
@@ -237,10 +237,10 @@ class EnvVarNames(EnvNameWalk, PythonRule):
         """Whether the file's code sets `name` (`E["ASCEND_RT_VISIBLE_DEVICES"] = ...`, a dict key, a keyword): a
         file written for both platforms, where a CUDA name set beside it stays. (A CUDA name read where the NPU's
         is set is a half port: renamed.)"""
-        found = self._spelled.get(name)
+        found = self._npu_set.get(name)
         if found is None:
             quoted = rf"""["']{re.escape(name)}["']"""
-            found = self._spelled[name] = re.search(rf"{quoted}\s*\]\s*=(?!=)|{quoted}\s*:|\b{re.escape(name)}\s*=(?!=)",
+            found = self._npu_set[name] = re.search(rf"{quoted}\s*\]\s*=(?!=)|{quoted}\s*:|\b{re.escape(name)}\s*=(?!=)",
                                                     self.ctx.text) is not None
         return found
 

@@ -73,7 +73,7 @@ class OomMessage(PythonRule):
         func = node.func
         name = self.ctx.imports.resolve(func)
         method = func.attr.value if isinstance(func, cst.Attribute) else None
-        if name in _ANYWHERE_FUNCTIONS or (method in _ANYWHERE_METHODS and name not in _ANCHORED_FUNCTIONS):
+        if name in _ANYWHERE_FUNCTIONS or method in _ANYWHERE_METHODS:
             self._search(first)
         elif name in _ANCHORED_FUNCTIONS or method in _ANCHORED_METHODS:
             if isinstance(first, cst.SimpleString) and _oom_text(first) is not None:

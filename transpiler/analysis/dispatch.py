@@ -81,7 +81,7 @@ _OTHER_ACCELERATOR = re.compile(
     r"\bis_(?:torch_)?(xpu|mlu|hpu|mps|musa|sdaa|neuron|tpu|xla|gaudi)\w*_available\b"
     r"|\btorch\.(xpu|mlu|hpu|musa|sdaa)\.is_available\b|\btorch\.backends\.(mps)\.is_available\b"
     r"""|(?:==|!=)\s*["'](xpu|mps|hpu|mlu|musa|sdaa)(?::\d+)?["']""")
-_VENDOR_WORDS = ("xpu", "mlu", "hpu", "mps", "musa", "sdaa", "neuron", "tpu", "xla", "gaudi")
+VENDOR_WORDS = ("xpu", "mlu", "hpu", "mps", "musa", "sdaa", "neuron", "tpu", "xla", "gaudi")
 # Device names a mapping expression translates between.
 _DEVICE_NAME = re.compile(r"^(?:cuda|cpu|gpu|npu|hip|xpu|mps|rocm|musa|mlu)$")
 _REGISTER = re.compile(r"regist", re.I)
@@ -156,16 +156,21 @@ class FileDispatch:
     resolvers: frozenset[str] = frozenset()
     path: str = field(default="", repr=False, compare=False)
     cuda_gates: bool = False  # it compares something `!= "cuda"` (a feature gate may step out there)
-    # The other accelerators (xpu, mlu, hpu, mps, ...) its code tests or names, and "(predicates)" where it asks
-    # a vendor's availability predicate (`is_xpu_available()`): two or more, and it picks among accelerators at
-    # run time (multi_vendor).
+    # The other accelerators (xpu, mlu, hpu, mps, ...) its code tests, and whether it asks a vendor's availability
+    # predicate (`is_xpu_available()`): two of these, and it picks among accelerators at run time (multi_vendor).
     vendors: frozenset[str] = frozenset()
+    vendor_predicates: bool = False
 
     @property
     def multi_vendor(self) -> bool:
         """It picks among several accelerators at run time (accelerate's checkpointing, state, launchers): its
         CUDA parts are CUDA's arms of that choice, left whole (core/rules, left_as_is)."""
-        return len(self.vendors) >= 2
+        return len(self.vendors) + self.vendor_predicates >= 2
+
+    @property
+    def vendor_names(self) -> str:
+        """The other accelerators it tests, for a message: "HPU, MLU, XPU"."""
+        return ", ".join(sorted(v.upper() for v in self.vendors))
 
     @cached_property
     def npu_framework(self) -> str:
@@ -198,14 +203,14 @@ class FileDispatch:
             if version is not None and version < FIRST_ASCEND_VLLM:
                 stack = (f"it is written for vLLM {'.'.join(map(str, version))}, as its folder says, which no "
                          "vllm-ascend release supports")
-        matches = list(_OTHER_ACCELERATOR.finditer(text)) if any(v in text for v in _VENDOR_WORDS) else []
+        matches = list(_OTHER_ACCELERATOR.finditer(text)) if any(v in text for v in VENDOR_WORDS) else []
         vendors = frozenset(next(g for g in m.groups() if g) for m in matches)
         # A vendor's availability predicate (`is_xpu_available()`, a project's or a library's registry of
         # accelerators, not torch's own `torch.xpu.is_available()`) marks device-aware code on its own.
-        if any(m.group(1) for m in matches):
-            vendors |= {"(predicates)"}
-        multi_vendor = len(vendors) >= 2  # (a file that picks among accelerators: its CUDA parts are CUDA's)
+        predicates = any(m.group(1) for m in matches)
+        multi_vendor = len(vendors) + predicates >= 2  # (as the property: its CUDA parts are CUDA's)
         return cls(module_by_name=_found_at(_TORCH_GETATTR, text, ("getattr(",)), path=path, vendors=vendors,
+                   vendor_predicates=predicates,
                    selects_npu=bool(resolvers) or multi_vendor or selects_npu_at_run_time(text), npu=npu,
                    resolvers=resolvers, npu_code=npu and _found_at(_NPU_CODE, text, _NPU_CODE_STARTS),
                    nvidia_tests=_found_at(_NVIDIA_TEST, text, _NVIDIA_TEST_STARTS),

@@ -269,9 +269,9 @@ class PythonContext(FileContext):
             return True
         if self.dispatch.multi_vendor:
             # Each site said: each is a place where the NPU needs an arm of its own beside CUDA's.
-            vendors = ", ".join(sorted(v.upper() for v in self.dispatch.vendors if v != "(predicates)"))
-            self.note(node, rule, f"left as is: this module picks among accelerators at run time (it tests {vendors} "
-                                  "too), so this is CUDA's part of that choice; renamed, the NPU would run CUDA's code",
+            self.note(node, rule, "left as is: this module picks among accelerators at run time (it tests "
+                                  f"{self.dispatch.vendor_names} too), so this is CUDA's part of that choice; "
+                                  "renamed, the NPU would run CUDA's code",
                       severity="warning", hint="give the NPU an arm of its own beside CUDA's (torch.npu, \"npu\", \"hccl\")")
             return True
         guard = self.guard_of(node)

@@ -15,6 +15,7 @@ import re
 from collections.abc import Iterator
 
 _ESCAPED_DOLLAR = re.compile(r"\$\$")
+_BLANK = re.compile(r"[^\r\n]")  # what is not a line break becomes a blank
 
 
 def recipes(text: str) -> Iterator[tuple[int, str]]:
@@ -38,7 +39,9 @@ def recipes(text: str) -> Iterator[tuple[int, str]]:
 
 def recipe_view(text: str) -> str:
     """`text` with everything but its recipes' shell code blanked (line breaks kept)."""
-    out = re.sub(r"[^\r\n]", " ", text)
+    out, end = [], 0
     for start, code in recipes(text):
-        out = out[:start] + code + out[start + len(code):]
-    return out
+        out += [_BLANK.sub(" ", text[end:start]), code]
+        end = start + len(code)
+    out.append(_BLANK.sub(" ", text[end:]))
+    return "".join(out)
