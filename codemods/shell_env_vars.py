@@ -38,7 +38,7 @@ def assignment_words_with_option(cmd: Command) -> list[tuple[Word, Optional[Word
     return words
 
 
-def _name_value(word: Word) -> tuple[str, Optional[str]]:
+def name_value(word: Word) -> tuple[str, Optional[str]]:
     """The name an assignment word (`A=1`, `export A`) sets and its value (None: no `=`)."""
     m = cast(re.Match[str], ASSIGNMENT_RE.match(word.text) or NAME_RE.match(word.text))  # such words
     name = m.group(1) if m.groups() else m.group(0)
@@ -51,6 +51,15 @@ def _name_value(word: Word) -> tuple[str, Optional[str]]:
 def _word_name(word: Word) -> str:
     m = ASSIGNMENT_RE.match(word.text) or NAME_RE.match(word.text)
     return (m.group(1) if m.groups() else m.group(0)) if m else ""
+
+
+# vLLM's sleep mode asked for by a launcher (ms-swift's `--sleep_level 1`, vLLM's `--enable-sleep-mode`, an
+# `enable_sleep_mode=True` override): on Ascend it runs on vllm-ascend's CaMemAllocator, which asserts that
+# PYTORCH_NPU_ALLOC_CONF does not hold `expandable_segments:True` (vllm_ascend/device_allocator/camem.py; its
+# platform leaves the setting out in sleep mode). The CUDA allocator has no such limit.
+SLEEP_MODE = re.compile(r"""--sleep[_-]level[= \t]+["']?[1-9]|\benable_sleep_mode[= \t:"']+(?:True|true|1)\b"""
+                         r"|--enable-sleep-mode\b")
+EXPANDABLE_SEGMENTS = "expandable_segments:True"
 
 
 class ShellEnvVars(ShellRule):
@@ -67,6 +76,9 @@ class ShellEnvVars(ShellRule):
         counterpart (`NCCL_IB_*`, `NCCL_P2P_DISABLE`, `VLLM_ATTENTION_BACKEND=FLASH_ATTN`) are reported
         where they are set and left in place. A script written for both platforms keeps its CUDA names: one
         set where the script sets the Ascend name too, one read where it reads the Ascend name too (info).
+        `PYTORCH_CUDA_ALLOC_CONF=expandable_segments:True` in a launcher that turns vLLM's sleep mode on
+        (`--sleep_level 1`, `--enable-sleep-mode`, `enable_sleep_mode=True`) is left, with a warning:
+        vllm-ascend's sleep-mode allocator refuses that setting under the NPU's name.
 
     Why:
         torch_npu, HCCL and Ray read the Ascend names; a launcher that sets only the CUDA names
@@ -108,7 +120,7 @@ class ShellEnvVars(ShellRule):
             words = assignment_words_with_option(cmd)
             names = {_word_name(w) for w, _ in words}
             for word, option in words:
-                name, value = _name_value(word)
+                name, value = name_value(word)
                 row = self._row(name, value)
                 if row is not None and row.status == "rename" and row.npu in names:
                     continue  # sets both names: the device-agnostic form (--keep-cuda) of this setting
@@ -126,7 +138,7 @@ class ShellEnvVars(ShellRule):
         rows: dict[str, set[Optional[EnvVarRow]]] = {}
         for cmd in script.commands:
             for word, _ in assignment_words_with_option(cmd):
-                name, value = _name_value(word)
+                name, value = name_value(word)
                 if table.renamed_for_values(name):
                     rows.setdefault(name, set()).add(table.lookup(name, value))
         settled: dict[str, Optional[EnvVarRow]] = {}
@@ -149,6 +161,13 @@ class ShellEnvVars(ShellRule):
             if not assignment and self.parsed.text.endswith(("${" + row.npu + ":-$", "${" + row.npu + ":-${"), 0, start):
                 return  # the default of a read of the Ascend name: the --keep-cuda form of this read
             npu = row.npu
+            if assignment and value and EXPANDABLE_SEGMENTS in value and npu == "PYTORCH_NPU_ALLOC_CONF" \
+                    and SLEEP_MODE.search(self.parsed.text):
+                self.report(start, f"{name}={value} left as is: this launcher turns vLLM's sleep mode on, and on "
+                                   f"Ascend that mode's allocator refuses {EXPANDABLE_SEGMENTS} in {npu} (vllm-ascend "
+                                   "asserts it); the CUDA name is ignored there", severity="warning",
+                            hint=f"set {npu} without expandable_segments, or drop the setting, for sleep-mode runs")
+                return
             if npu in (self._set_names if assignment else self._read_names):
                 self.report(start, f"{name} left as is: the script {'sets' if assignment else 'reads'} {npu} too "
                                    "(written for both platforms)", severity="info")

@@ -8,6 +8,7 @@ import libcst as cst
 
 from npu_port.codemods._device_agnostic import framework_loads_torch_npu
 from npu_port.transpiler.analysis.imports import dotted_name
+from npu_port.transpiler.analysis.project_modules import lazy_torch_npu_loader
 from npu_port.transpiler.core.cst_walk import transform, visit
 from npu_port.transpiler.core.rules import CUDA_WORD, PythonRule
 
@@ -146,8 +147,8 @@ def _flatten(stmts: Sequence[cst.CSTNode]):
             yield from _flatten(part.body if isinstance(part, cst.IndentedBlock) else part.body.body)
 
 
-def _import_line(keep_cuda: bool) -> cst.BaseStatement:
-    if keep_cuda:  # GPU and CPU hosts have no torch_npu: the import must not fail there
+def _import_line(guarded: bool) -> cst.BaseStatement:
+    if guarded:  # GPU and CPU hosts have no torch_npu: the import must not fail there
         return cst.parse_statement(_GUARDED_IMPORT)
     return cst.SimpleStatementLine(body=[cst.Import(names=[cst.ImportAlias(name=cst.Name("torch_npu"))])])
 
@@ -169,6 +170,11 @@ class TorchNpuImport(PythonRule):
         functions, after each function-local `import torch`. It goes before an `import torch.npu as x` or
         `from torch import npu` that would otherwise run first. Never twice; never in files that do not
         import torch.
+
+        A module of a package that loads torch_npu only where it is installed (an import inside a function, a
+        `try` or an `if`, or `find_spec("torch_npu")`, anywhere in the package: accelerate's
+        `is_npu_available()`, ms-swift's NPU patches) gets the guarded import below instead: such a library
+        must keep importing on GPU and CPU hosts.
 
         A file whose changes need nothing torch_npu registers (Ray's "NPU" resource, environment-variable
         names, an error's text: rules with NEEDS_TORCH_NPU = False) gets no import either.
@@ -205,6 +211,7 @@ class TorchNpuImport(PythonRule):
     TRIGGERS = ("torch.npu", "from torch import npu", ".npu(", ".is_npu")
     TRIGGER_PATTERNS = (CUDA_WORD,)
     FOLLOWS_CHANGES = True
+    _loader: Optional[str] = None  # where the file's package loads torch_npu lazily (finalize), or None
 
     @classmethod
     def scout(cls, facts, options) -> bool:
@@ -240,8 +247,10 @@ class TorchNpuImport(PythonRule):
         module_scope = _Scope(updated.body)
         if module_scope.has_torch_npu:
             return updated
+        # A package that loads torch_npu only where it is installed keeps importing on GPU and CPU hosts.
+        self._loader = None if self.ctx.options.keep_cuda else lazy_torch_npu_loader(self.ctx.path)
         if module_scope.wants_import:
-            body, _ = _insert(updated.body, module_scope.anchor, _import_line(self.ctx.options.keep_cuda), module_scope.before)
+            body, _ = _insert(updated.body, module_scope.anchor, self._import_line(), module_scope.before)
             self._note(_Scope(original.body).anchor or original)
             return updated.with_changes(body=body)
         if module_scope.has_torch:
@@ -272,16 +281,20 @@ class TorchNpuImport(PythonRule):
                 orig_fn = next(originals, None)
                 if not scope.wants_import:
                     return node
-                body, _ = _insert(node.body.body, scope.anchor, _import_line(self.rule.ctx.options.keep_cuda), scope.before)
+                body, _ = _insert(node.body.body, scope.anchor, self.rule._import_line(), scope.before)
                 if orig_fn is not None:
                     self.rule._note(_Scope(orig_fn.body.body).anchor or orig_fn)
                 return node.with_changes(body=node.body.with_changes(body=body))
 
         return cast(cst.Module, transform(updated, AddToFunctions(self)))
 
+    def _import_line(self) -> cst.BaseStatement:
+        return _import_line(self.ctx.options.keep_cuda or self._loader is not None)
+
     def _note(self, anchor: cst.CSTNode) -> None:
         if not self.ctx.is_silenced(anchor, self.ID):
-            self.ctx.note(anchor, self.ID, "added `import torch_npu`", kind="change")
+            why = f" where installed (the package loads it so: {self._loader})" if self._loader else ""
+            self.ctx.note(anchor, self.ID, f"added `import torch_npu`{why}", kind="change")
 
 
 # Nodes no `def` statement can be inside: the function walks below skip them (most of a tree).

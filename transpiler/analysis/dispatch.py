@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
-from typing import Optional, cast
+from typing import Optional, Union, cast
 
 import libcst as cst
 
@@ -58,6 +58,8 @@ DISPATCH_PARAMETER = Guard("the code picks a branch by this setting (it compares
 REGISTRY_KEY = Guard("a registration key, not a device: renamed, this entry would take the NPU's slot")
 NEEDS_TORCH_NPU = Guard("the file picks the NPU at run time and would have to import torch_npu on every host for "
                         "this; port it inside the NPU branch")
+VENDOR_CHAIN = Guard("this decision picks among accelerators (it tests {} too): CUDA's arm stays CUDA's, and the "
+                     "NPU needs an arm of its own beside it; renamed, CUDA hosts would lose theirs", "warning")
 THIRD_PARTY_CUDA_FLAG = Guard("the value of a third-party `cuda=`-style option: it means CUDA there; decide "
                               "by hand what it should be on the NPU", "warning")
 
@@ -81,6 +83,12 @@ _OTHER_ACCELERATOR = re.compile(
     r"\bis_(?:torch_)?(xpu|mlu|hpu|mps|musa|sdaa|neuron|tpu|xla|gaudi)\w*_available\b"
     r"|\btorch\.(xpu|mlu|hpu|musa|sdaa)\.is_available\b|\btorch\.backends\.(mps)\.is_available\b"
     r"""|(?:==|!=)\s*["'](xpu|mps|hpu|mlu|musa|sdaa)(?::\d+)?["']""")
+# Accelerators a decision names beside CUDA that make it a choice among vendors (not Apple's MPS, the laptop
+# fallback of single-GPU scripts: `"cuda" if ... else "mps" if ... else "cpu"` is ported as one device).
+VENDOR_ARM = re.compile(
+    r"\bis_(?:torch_)?(xpu|mlu|hpu|musa|sdaa|neuron|tpu|xla|gaudi)\w*_available\b"
+    r"|\btorch\.(xpu|mlu|hpu|musa|sdaa)\.is_available\b"
+    r"""|(?:==|!=)\s*["'](xpu|hpu|mlu|musa|sdaa)(?::\d+)?["']""")
 VENDOR_WORDS = ("xpu", "mlu", "hpu", "mps", "musa", "sdaa", "neuron", "tpu", "xla", "gaudi")
 # Device names a mapping expression translates between.
 _DEVICE_NAME = re.compile(r"^(?:cuda|cpu|gpu|npu|hip|xpu|mps|rocm|musa|mlu)$")
@@ -559,9 +567,31 @@ def dispatch_guard(node: cst.CSTNode, shapes: FileDispatch) -> Optional[Guard]:
         guard = mapping_guard(node)  # type: ignore[arg-type]
     if guard is None and shapes.nvidia_tests and kind in _NVIDIA_GUARD_TYPES:
         guard = nvidia_guard(node)
+    if guard is None and (shapes.vendors or shapes.vendor_predicates) and kind in (cst.If, cst.IfExp):
+        guard = vendor_chain_guard(node)  # type: ignore[arg-type]
     if kind is cst.ClassDef:
         guard = vendor_class_guard(node)  # type: ignore[arg-type]
     return guard
+
+
+def vendor_chain_guard(node: Union[cst.If, cst.IfExp]) -> Optional[Guard]:
+    """`if torch.cuda.is_available(): ... elif torch.xpu.is_available(): ...`: one decision with an arm per
+    accelerator vendor (accelerate's bnb helpers, a test choosing its launcher): left whole, CUDA's arm with it.
+    (A module with two such vendors is left whole already: FileDispatch.multi_vendor.)"""
+    tests = list(chain_tests(node)) if isinstance(node, cst.If) else _ifexp_tests(node)
+    named = {next(g for g in m.groups() if g) for t in tests for m in VENDOR_ARM.finditer(code(t))}
+    if not named:
+        return None
+    return Guard(VENDOR_CHAIN.reason.format(", ".join(sorted(v.upper() for v in named))), VENDOR_CHAIN.severity)
+
+
+def _ifexp_tests(node: cst.IfExp) -> list[cst.BaseExpression]:
+    tests: list[cst.BaseExpression] = []
+    current: cst.BaseExpression = node
+    while isinstance(current, cst.IfExp):
+        tests.append(current.test)
+        current = current.orelse
+    return tests
 
 
 def guards_below(node: cst.CSTNode, shapes: FileDispatch, resolve) -> list[tuple[cst.CSTNode, Guard]]:

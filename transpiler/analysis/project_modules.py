@@ -99,9 +99,64 @@ def module_text(root: str, module: str) -> Optional[str]:
 
 
 def digest_of_read(path: str) -> str:
-    """What recording_reads would record for `path` now ("" for a file that is not there)."""
+    """What recording_reads would record for `path` now ("" for a file that is not there; for a folder,
+    written with a trailing separator, the digest of its sorted listing)."""
+    if path.endswith(os.sep):
+        return _listing(path)[1]
     found = _current(path)
     return found[1] if found is not None else ""
+
+
+def _listing(folder: str) -> tuple[list[str], str]:
+    """The sorted entries of `folder` (ending in a separator) and their digest ("" where it is not a folder)."""
+    try:
+        names = sorted(os.listdir(folder))
+    except OSError:
+        return [], ""
+    return names, hashlib.blake2b("\0".join(names).encode("utf-8", "surrogatepass"), digest_size=16).hexdigest()
+
+
+# torch_npu imported only where it is installed: inside a function, a `try` or an `if` (an indented import), or
+# looked up by name (`find_spec("torch_npu")`, `import_module("torch_npu")`).
+_LAZY_TORCH_NPU = re.compile(r"""^[ \t]+(?:import[ \t]+torch_npu\b|from[ \t]+torch_npu\b)"""
+                             r"""|\b(?:find_spec|import_module)\(\s*["']torch_npu["']""", re.M)
+_SCAN_LIMIT = 5000  # files of one package read for it, at most
+
+
+def lazy_torch_npu_loader(path: str) -> Optional[str]:
+    """Where the package the file `path` belongs to loads torch_npu only where it is installed ("file:line",
+    the first found: accelerate's `is_npu_available()`, ms-swift's NPU patches), or None: a library that must
+    keep importing on GPU and CPU hosts. Only a module of a package (its folder has an __init__.py) asks; the
+    whole outermost package is read, in order, up to the first such import. Every file read and every folder
+    listed is recorded (recording_reads): a module added or changed later changes the answer."""
+    if not path or path.startswith("<"):
+        return None
+    folder = os.path.dirname(os.path.abspath(path))
+    if not os.path.isfile(os.path.join(folder, "__init__.py")):
+        return None
+    while os.path.isfile(os.path.join(os.path.dirname(folder), "__init__.py")):
+        folder = os.path.dirname(folder)
+    read = 0
+    pending = [folder]
+    while pending and read < _SCAN_LIMIT:
+        here = pending.pop(0)
+        names, digest = _listing(here + os.sep)
+        if _reads is not None:
+            _reads[here + os.sep] = digest
+        for name in names:
+            full = os.path.join(here, name)
+            if name.endswith(".py"):
+                found = _current(full)
+                read += 1
+                if _reads is not None:
+                    _reads[full] = found[1] if found else ""
+                text = found[0] if found else ""
+                m = _LAZY_TORCH_NPU.search(text) if "torch_npu" in text else None
+                if m is not None:
+                    return f"{os.path.relpath(full, os.path.dirname(folder))}:{text.count(chr(10), 0, m.start()) + 1}"
+            elif os.path.isfile(os.path.join(full, "__init__.py")):
+                pending.append(full)
+    return None
 
 
 def package_root(path: str, top: str) -> Optional[str]:
