@@ -24,7 +24,7 @@ _CONDA = re.compile(r"\s*(?:[A-Za-z0-9_.-]+::)?([A-Za-z0-9][A-Za-z0-9._-]*)\s*(?
 
 # Words one of the table's names holds (any case): a file without one declares none of them.
 TRIGGER_PATTERN = (r"(?i)cupy|flash|bitsandbytes|xformers|apex|liger|mamba|causal|transformer|nvidia|triton"
-                   r"|pynvml|pycuda|tensorrt|pytorch|cuda|nccl|cudnn|unsloth|vllm")
+                   r"|pynvml|pycuda|tensorrt|pytorch|cuda|nccl|cudnn|unsloth|vllm|megablocks|grouped|faiss")
 
 
 @dataclass(frozen=True)

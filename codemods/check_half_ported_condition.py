@@ -7,7 +7,14 @@ from typing import Optional
 
 import libcst as cst
 
-from npu_port.transpiler.analysis.dispatch import code, cuda_api_in, npu_framework_file, refuses_saying_cuda
+from npu_port.codemods.amp_state import amp_state_calls
+from npu_port.transpiler.analysis.dispatch import (
+    AMP_STATE_CUDA,
+    code,
+    cuda_api_in,
+    npu_framework_file,
+    refuses_saying_cuda,
+)
 from npu_port.transpiler.analysis.imports import dotted_name, iter_scope_statements
 from npu_port.transpiler.analysis.literals import string_value
 from npu_port.transpiler.analysis.positions import setting_read
@@ -17,9 +24,11 @@ from npu_port.transpiler.core.rules import PythonRule
 # `is_npu*` helper or attribute. (`"AMD" in torch.npu.get_device_name()` asks the NPU, and is false there.) (What is true on CUDA only is the converse; a condition may hold both, `or`-ed.)
 _NPU_TEST = re.compile(r"""\btorch(?:_npu\.npu|\.npu)\.(?:is_available|device_count)\b|["']npu(?::\d+)?["']"""
                        r"""|\bis_npu\w*|\.is_npu\b""")
-# A call CUDA alone answers: torch.cuda's functions and torch.backends.cuda's, `.cuda(`.
-_CUDA_CALL_OR_BUILD = re.compile(r"\btorch\.(?:backends\.)?cuda\.\w|\.cuda\s*\(|Platform\w*\s*\(|\btorch\.version\.cuda\b")
-_CUDA_CALL = re.compile(r"\btorch\.(?:backends\.)?cuda\.[A-Za-z_][A-Za-z_0-9.]*|\.cuda\(")
+# A call CUDA alone answers: torch.cuda's functions and torch.backends.cuda's, `.cuda(`, torch's AMP state asked
+# without a device.
+_CUDA_CALL_OR_BUILD = re.compile(r"\btorch\.(?:backends\.)?cuda\.\w|\.cuda\s*\(|Platform\w*\s*\(|\btorch\.version\.cuda\b|"
+                                 + AMP_STATE_CUDA)
+_CUDA_CALL = re.compile(r"\btorch\.(?:backends\.)?cuda\.[A-Za-z_][A-Za-z_0-9.]*|\.cuda\(|" + AMP_STATE_CUDA)
 
 
 # A CUDA test (the converse of _NPU_TEST): torch.cuda's availability, a device compared with "cuda", `.is_cuda`.
@@ -75,7 +84,8 @@ class HalfPortedCondition(PythonRule):
           `torch.npu.is_available() and torch.cuda.get_device_capability() >= (8, 0)`;
         - in the body of an `if` whose test is an NPU test (`torch.npu.is_available()`,
           `device.type == "npu"`, `is_npu_available()`), a call of torch.cuda (memory, streams, graphs,
-          ...) or `.cuda()`, and the building of another vendor's platform class (`CudaPlatform()`, at the
+          ...) or `.cuda()`, torch's AMP state asked without a device (`torch.get_autocast_gpu_dtype()`: CUDA's,
+          amp-state's table), and the building of another vendor's platform class (`CudaPlatform()`, at the
           test: a detection renamed so that the NPU picks CUDA's platform); the `else` side is CUDA's and
           is not judged;
         - in the same body, the profiler's `ProfilerActivity.CUDA`, or CUDA's version (`torch.version.cuda`,
@@ -116,7 +126,7 @@ class HalfPortedCondition(PythonRule):
     ID = "half-ported-condition"
     SAFETY = "report-only"
     GROUP = "check"
-    TRIGGERS = ("cuda", "fork_rng", "ProfilerActivity")
+    TRIGGERS = ("cuda", "fork_rng", "ProfilerActivity", "autocast_gpu", "is_autocast_enabled")
 
     @classmethod
     def scout(cls, facts, options) -> bool:
@@ -137,6 +147,7 @@ class HalfPortedCondition(PythonRule):
         self._reported: set[int] = set()  # the chain's operands are met again as inner chains
         self._npu_names = _names_bound_to_tests(ctx.module, ctx.text, npu=True)  # `_IS_CUDA = torch.npu.is_available()`
         self._cuda_names = _names_bound_to_tests(ctx.module, ctx.text, npu=False)  # `on_gpu = torch.cuda.is_available()`
+        self._amp = amp_state_calls(ctx.target)
 
     def visit_BooleanOperation(self, node: cst.BooleanOperation) -> None:
         if not isinstance(node.operator, cst.And):
@@ -302,12 +313,15 @@ class HalfPortedCondition(PythonRule):
             return
         name = dotted_name(node.func) or ""
         cuda: Optional[str] = None
+        what = "which raises on an NPU host"
         if re.match(r"torch\.(?:backends\.)?cuda\.", name) and (self.ctx.resolve(node.func) or name).startswith("torch."):
             cuda = name
         elif isinstance(node.func, cst.Attribute) and node.func.attr.value == "cuda":
             cuda = ".cuda("
+        elif (found := self._amp.get(self.ctx.resolve(node.func) or "")) is not None and len(node.args) == found[0]:
+            cuda, what = name, "which asks CUDA's autocast state, not the NPU's"  # (amp-state's table)
         if cuda is not None:
-            self._report(node, cuda, "this branch is taken on the NPU (its `if` tests for it), and calls")
+            self._report(node, cuda, "this branch is taken on the NPU (its `if` tests for it), and calls", what)
 
     def _fork_rng(self, node: cst.Call) -> None:
         """`torch.random.fork_rng(devices=["npu"])` without device_type: torch forks CUDA's generators (its

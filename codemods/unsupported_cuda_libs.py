@@ -250,7 +250,7 @@ class UnsupportedCudaLibraries(PythonRule):
     TRIGGERS = ("triton", "cupy", "pycuda", "numba", "pynvml", "bitsandbytes", "xformers", "liger_kernel",
                 "flash_attn", "apex", "amp_C", "mamba_ssm", "causal_conv1d", "transformer_engine", "tensorrt",
                 "cpp_extension", "pynccl", "nccl_engine", "nvtx", "cutlass", "bindings", "quack", "unsloth",
-                "deep_gemm", "deep_ep", "sgl_kernel", "flashinfer", "flash_mla")
+                "deep_gemm", "deep_ep", "sgl_kernel", "flashinfer", "flash_mla", "megablocks", "grouped_gemm")
     # `.cu`/`.cuh` sources and `*_cuda` extension modules, without matching `.cuda` or `_cuda_x`.
     TRIGGER_PATTERNS = (r"\.cuh?(?![A-Za-z0-9_])", r"_cuda(?![A-Za-z0-9_])")
 

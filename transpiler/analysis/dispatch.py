@@ -807,6 +807,10 @@ _STEPS_OUT = (cst.Return, cst.Continue, cst.Break, cst.Pass, cst.Raise)
 # profiler stays on torch.profiler, profiler-npu).
 _CUDA_API = re.compile(r"\btorch\.(?:backends\.)?cuda\.[A-Za-z_][A-Za-z_0-9.]*|\.cuda\(|\.is_cuda\b"
                        r"|\btorch\.version\.cuda\b|\bProfilerActivity\.CUDA\b")
+# torch's AMP state asked without a device: CUDA's (amp-state ports it with the test around it; check's
+# half-ported-condition finds it in a branch taken on the NPU). Not in _CUDA_API: amp-state's --keep-cuda form
+# keeps the call as the CUDA arm of a choice, which is no CUDA left over.
+AMP_STATE_CUDA = r"\btorch\.(?:get|set)_autocast_gpu_dtype\b|\btorch\.is_autocast_enabled\(\s*\)"
 _QUOTED = re.compile(r"\"(?:\\.|[^\"\\])*\"|'(?:\\.|[^'\\])*'")
 # NVIDIA's command-line tools run from code (`subprocess.run(["nvidia-smi", ...])`, `os.popen("nvcc --version")`):
 # a string, but a CUDA call all the same; an NPU host has neither.

@@ -26,6 +26,13 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                          'tpu_use_cluster'],
          'distributed_types': {'MULTI_GPU': 'MULTI_NPU'}},
     ),
+    ('ascend', 'amp_state'): (
+        '2047465e0578442d0ecb759d8aef8253',
+        {'calls': [{'cuda': 'torch.get_autocast_gpu_dtype', 'args': 0, 'npu': 'torch.npu.get_autocast_dtype'},
+                   {'cuda': 'torch.set_autocast_gpu_dtype', 'args': 1, 'npu': 'torch.npu.set_autocast_dtype'},
+                   {'cuda': 'torch.is_autocast_enabled', 'args': 0, 'npu': 'torch.npu.is_autocast_enabled'},
+                   {'cuda': 'torch.set_autocast_enabled', 'args': 1, 'npu': 'torch.npu.set_autocast_enabled'}]},
+    ),
     ('ascend', 'backends'): (
         'a61c38fbda7b0ef62e037dea992163b6',
         {'rows': [{'cuda': 'torch.backends.cuda.matmul.allow_tf32',
@@ -205,7 +212,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
         {'to_device': ['tensordict.*']},
     ),
     ('ascend', 'cuda_only_packages'): (
-        '9a83eb936497b4725edb29da662c5bdb',
+        '3bb108588f9e4cbbdd8dfbebacfbe2ce',
         {'rows': [{'name': 'cupy-cuda*',
                    'what': 'CuPy built for CUDA',
                    'hint': 'CuPy has no Ascend build; use torch tensors on the NPU (or NumPy on the host) and drop the '
@@ -266,6 +273,13 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                   {'name': 'causal-conv1d',
                    'what': 'causal_conv1d (CUDA kernels)',
                    'hint': 'no Ascend build: use torch.nn.functional.conv1d with left padding'},
+                  {'name': 'megablocks',
+                   'what': 'MegaBlocks (MoE on CUDA kernels: grouped_gemm, Triton, stk)',
+                   'hint': "no Ascend build: use the framework's own MoE layers (torch_npu.npu_grouped_matmul for the "
+                           'expert GEMMs)'},
+                  {'name': 'grouped-gemm',
+                   'what': 'grouped_gemm (CUTLASS kernels)',
+                   'hint': 'no Ascend build: torch_npu.npu_grouped_matmul computes grouped GEMMs on the NPU'},
                   {'name': 'transformer-engine*',
                    'what': 'NVIDIA Transformer Engine',
                    'hint': 'its kernels are CUDA-only: drop it on Ascend'},
@@ -972,7 +986,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                                          'modules share'}}},
     ),
     ('ascend', 'positions'): (
-        '2a3591881694c22f18f869c6e8ac55f9',
+        'fadf412f8299a8fe8b981a5e6e733ae7',
         {'device': {'settings': ['device',
                                  '_device',
                                  '_devices',
@@ -993,6 +1007,10 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                                    'torch.distributed.DeviceMesh': [0],
                                    'torch.distributed.tensor.DeviceMesh': [0],
                                    'torch.distributed.tensor.init_device_mesh': [0],
+                                   'torch.distributed._tensor.device_mesh.init_device_mesh': [0],
+                                   'torch.distributed._tensor.device_mesh.DeviceMesh': [0],
+                                   'torch.distributed._tensor.init_device_mesh': [0],
+                                   'torch.distributed._tensor.DeviceMesh': [0],
                                    'torch.load': [1],
                                    'torch.cuda.*': [0],
                                    'torch.npu.*': [0],
@@ -1557,7 +1575,7 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                                                                      'pci_domain_id']}},
     ),
     ('ascend', 'unsupported_libraries'): (
-        '6c43d4cf377c0deff8b8009a4184f3d6',
+        'eacdf05492c56c40c205228a1f766923',
         {'rows': [{'module': 'triton',
                    'what': 'Triton (GPU kernels written in Python)',
                    'hint': 'Triton kernels need triton-ascend, the Ascend Triton backend, and usually retuning (block '
@@ -1850,6 +1868,23 @@ TABLES: dict[tuple[str, str], tuple[str, Any]] = {
                    'hint': 'no Ascend build; use torch.nn.functional.conv1d with left padding instead',
                    'source': 'framework_ground_truth.md, Cannot be auto-converted (custom CUDA kernels); found in '
                              'EleutherAI/gpt-neox'},
+                  {'module': 'megablocks',
+                   'uses': True,
+                   'what': "MegaBlocks (dropless MoE on grouped_gemm's CUTLASS kernels, Triton and stk block-sparse "
+                           'kernels)',
+                   'hint': "no Ascend build; use the framework's own MoE layers (torch_npu.npu_grouped_matmul for the "
+                           "expert GEMMs, MindSpeed's MoE)",
+                   'npu_names': ['torch_npu.npu_grouped_matmul'],
+                   'source': 'databricks/megablocks setup.py (CUDA extensions; grouped_gemm and stanford-stk '
+                             'dependencies); found in mosaicml/llm-foundry and EleutherAI/gpt-neox'},
+                  {'module': 'grouped_gemm',
+                   'uses': True,
+                   'what': 'grouped_gemm (CUTLASS grouped GEMM kernels)',
+                   'hint': 'no Ascend build; torch_npu.npu_grouped_matmul computes grouped GEMMs on the NPU (its arguments '
+                           'differ: lists of tensors, group_list)',
+                   'npu_names': ['torch_npu.npu_grouped_matmul'],
+                   'source': 'tgale96/grouped_gemm setup.py (CUDAExtension on CUTLASS); found in EleutherAI/gpt-neox '
+                             '(megatron/model/moe_mlp.py)'},
                   {'module': 'transformer_engine',
                    'uses': True,
                    'what': 'NVIDIA Transformer Engine',
