@@ -9,8 +9,10 @@ import libcst as cst
 
 from npu_port.transpiler.analysis.dispatch import code
 from npu_port.transpiler.analysis.literals import string_value
+from npu_port.transpiler.analysis.positions import PositionPolicy, parametrized_values
 from npu_port.transpiler.analysis.project_modules import is_test_path
 from npu_port.transpiler.core.rules import PythonRule
+from npu_port.transpiler.tables.mapping import load_table
 
 # CUDA's device named inside a longer string: the text a test parses (`"device=cuda"`, `"device: cuda:1"`).
 _CUDA_SETTING = re.compile(r"\bdevice\s*[=:]\s*['\"]?cuda(?::\d+)?\b")
@@ -46,7 +48,8 @@ class MixedDeviceTest(PythonRule):
         side by side on purpose are not counted: the items of one list, tuple or set that names both
         devices (a table, a loop over devices), the two arms of a conditional, dict keys and the values of
         a dict keyed by device, the right side of `in`, and everything inside an `if` whose test names a
-        device (a dispatch's arms). Decorators (`@pytest.mark.parametrize`) are not read.
+        device (a dispatch's arms). Of the decorators, only the device values a parameter named like a device
+        setting takes are read (`@pytest.mark.parametrize("device", ["cpu", "cuda"])`, as convert ports them).
         Also reports (warning) a skip decorator that asks for NPUs (`@unittest.skipUnless(torch.npu.device_count()
         >= 2, ...)`, `@pytest.mark.skipif(not torch.npu.is_available(), ...)`) on a test class or function that
         names CUDA's device and never the NPU's (`def device_type(self): return "cuda"`): it now runs on NPU
@@ -90,6 +93,8 @@ class MixedDeviceTest(PythonRule):
         self._dispatch = 0  # depth of those bodies
         self._names: dict[str, list[cst.SimpleString]] = {}
         self._decorators = 0  # depth of decorators (`@pytest.mark.parametrize("device", ["cuda"])`)
+        self._parametrized: set[int] = set()  # the device values of the current test's parametrize decorators
+        self._device_setting = PositionPolicy.from_data(load_table(ctx.target, "positions")["device"])
         self._test_module = is_test_path(ctx.path)  # (as the scout asks: the rule does nothing elsewhere)
         # The skip decorator of the enclosing top-level class or function that asks for NPUs, and the first
         # CUDA device the test names below it (outside dispatch): (decorator, first CUDA name or None).
@@ -122,6 +127,10 @@ class MixedDeviceTest(PythonRule):
         if self._depth == 1:
             self._names = {kind: [] for pair in _PAIRS for kind in pair}
             self._enter_gate(node)
+            # The devices its parameters take (`@pytest.mark.parametrize("device", ["cpu", "cuda"])`) are the
+            # test's own; its other decorators are not read.
+            self._parametrized = {id(s) for d in node.decorators if isinstance(d.decorator, cst.Call)
+                                  for s in parametrized_values(d.decorator, self._device_setting.names_setting)}
 
     def leave_FunctionDef(self, original: cst.FunctionDef, updated: cst.FunctionDef) -> cst.FunctionDef:
         self._depth -= 1
@@ -200,8 +209,8 @@ class MixedDeviceTest(PythonRule):
         self._sequence(node.elements)
 
     def visit_SimpleString(self, node: cst.SimpleString) -> None:
-        if not self._depth or self._dispatch or self._decorators or id(node) in self._side_by_side \
-                or not self._test_module:
+        if not self._depth or self._dispatch or (self._decorators and id(node) not in self._parametrized) \
+                or id(node) in self._side_by_side or not self._test_module:
             return
         kind = _device(string_value(node))
         if kind is not None:

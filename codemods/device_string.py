@@ -31,7 +31,9 @@ class DeviceString(StringPositionRule):
         (`device`, `*_device`, `*_devices`, `device_name`), dict entries keyed by such a name, and
         comparisons with `x.device.type`, `device` or `str(x.device)` (and their `startswith`), the
         `Literal[...]` choices of such a setting, the default of a lookup of one (`getattr(args, "device",
-        "cuda")`, `kwargs.get("device", "cuda")`), the first argument of `init_device_mesh` / `DeviceMesh`.
+        "cuda")`, `kwargs.get("device", "cuda")`), the first argument of `init_device_mesh` / `DeviceMesh`, the
+        values a test's parameter named for a device takes (`@pytest.mark.parametrize("device", ["cpu",
+        "cuda"])`, its tuples and `pytest.param(...)` cases).
         Conditional values (`"cuda" if ok else "cpu"`), `"cuda:" + str(i)` and `"cuda:{}".format(i)` are
         followed, and so are values that reach a position through the file's own functions: a parameter
         used as a device makes that argument of every call of the function, and its default, a position

@@ -64,6 +64,10 @@ def kernel_functions(path: str, text: str, is_library: Callable[[str], bool]) ->
         source = module_text(root, f"{qualified}.{name}" if qualified else name) or module_text(root, qualified)
         if source is not None and _kernel_module(source, is_library):
             kernels.add(alias)
+    # `self.norm_fn = FusedRMSNormAffineFunction` (gpt-neox's fused norms): the attribute launches what it holds.
+    kernels.update(f"self.{t.attr}" for node in ast.walk(tree) if isinstance(node, ast.Assign)
+                   and (dotted(node.value) or "") in kernels
+                   for t in node.targets if isinstance(t, ast.Attribute) and dotted(t.value) == "self")
     flags: list[bool] = []
 
     def visit(node: ast.AST) -> None:
@@ -86,7 +90,10 @@ def _launches(fn: ast.AST, kernels: set[str], libraries: set[str], is_library: C
         if isinstance(node, ast.Call):
             func = node.func.value if isinstance(node.func, ast.Subscript) else node.func  # kernel[grid](...)
             name = dotted(func) or ""
-            if name in kernels or name.split(".")[0] in libraries:
+            # `kernel(...)`, `Fn.apply(...)` (an autograd Function of a kernel library), `self.fn.apply(...)` (one
+            # bound to an attribute: kernel_functions), `lib.op(...)`
+            parts = name.split(".")
+            if any(".".join(parts[:i]) in kernels for i in range(1, len(parts) + 1)) or parts[0] in libraries:
                 return True
         elif isinstance(node, ast.Import) and any(is_library(a.name) for a in node.names) \
                 or isinstance(node, ast.ImportFrom) and node.module and not node.level and is_library(node.module):

@@ -175,6 +175,7 @@ class PositionFinder:
             if arg.keyword is not None and p.names_setting(arg.keyword.value):
                 yield from string_leaves(arg.value)
         yield from self._defaults_of_lookups(call)
+        yield from self._parametrized(call)
         yield from self._patched_returns(call)
         yield from self._patched_setting(call)
         if isinstance(func, cst.Attribute) and func.attr.value in ("startswith", "endswith") \
@@ -191,6 +192,9 @@ class PositionFinder:
             for arg in call.args:
                 if arg.keyword is not None and arg.keyword.value in ("default", "choices", "const"):
                     yield from string_leaves(arg.value)
+
+    def _parametrized(self, call: cst.Call) -> Iterator[cst.BaseExpression]:
+        yield from parametrized_values(call, self.policy.names_setting)
 
     def _patched_returns(self, call: cst.Call) -> Iterator[cst.BaseExpression]:
         """`patch("torch.distributed.get_backend", return_value="nccl")` and `patch.object(dist,
@@ -307,6 +311,33 @@ class PositionFinder:
 
 
 _EQUALITY_ASSERTS = frozenset({"assertEqual", "assertEquals", "assertNotEqual", "assertNotEquals"})
+
+
+def parametrized_values(call: cst.Call, names_setting: Callable[[str], bool]) -> Iterator[cst.SimpleString]:
+    """The strings a test's parameter named like a setting takes: `@pytest.mark.parametrize("device", ["cpu",
+    "cuda"])`, `("device,dtype", [("cuda", x), ...])`, `pytest.param("cuda", marks=...)`, as arguments would
+    give them (the test's `if device == "cuda" and not torch.cuda.is_available(): skip` is ported with them)."""
+    if not (dotted_name(call.func) or "").endswith("mark.parametrize"):
+        return
+    values = [a.value for a in call.args if a.keyword is None and not a.star]
+    values += [a.value for a in call.args if a.keyword is not None and a.keyword.value == "argvalues"]
+    names = string_value(values[0]) if values else None
+    if not names or len(values) < 2 or not isinstance(values[1], (cst.List, cst.Tuple)):
+        return
+    fields = [n.strip() for n in names.split(",")]
+    wanted = [i for i, n in enumerate(fields) if names_setting(n)]
+    for element in values[1].elements:
+        case = element.value
+        if isinstance(case, cst.Call) and (dotted_name(case.func) or "").endswith("param"):
+            parts = [a.value for a in case.args if a.keyword is None and not a.star]
+        elif len(fields) > 1 and isinstance(case, (cst.Tuple, cst.List)):
+            parts = [e.value for e in case.elements]
+        else:
+            parts = [case]
+        for i in wanted:
+            part = parts[i] if i < len(parts) else None
+            if isinstance(part, cst.SimpleString):
+                yield part
 
 
 def setting_read(call: cst.Call) -> Optional[tuple[str, Optional[cst.BaseExpression]]]:
