@@ -32,7 +32,7 @@ def _engine(case, keep_cuda: bool) -> Engine:
 @pytest.mark.parametrize("case", CASES, ids=[c.id for c in CASES])
 def test_keep_cuda_fixture(case):
     data = case.input.read_bytes()
-    name = case.input.name.replace(".input", "")
+    name = case.convert_path  # (as test_fixtures converts it: beside a package the case reads, its place there)
     engine = _engine(case, keep_cuda=True)
     result = engine.convert(data, name)
     assert result.outcome.status != "failed", result.outcome.error

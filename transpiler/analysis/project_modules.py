@@ -127,8 +127,7 @@ def lazy_torch_npu_loader(path: str) -> Optional[str]:
     """Where the package the file `path` belongs to loads torch_npu only where it is installed ("file:line",
     the first found: accelerate's `is_npu_available()`, ms-swift's NPU patches), or None: a library that must
     keep importing on GPU and CPU hosts. Only a module of a package (its folder has an __init__.py) asks; the
-    whole outermost package is read, in order, up to the first such import. Every file read and every folder
-    listed is recorded (recording_reads): a module added or changed later changes the answer."""
+    whole outermost package is read, in order, up to the first such import."""
     if not path or path.startswith("<"):
         return None
     folder = os.path.dirname(os.path.abspath(path))
@@ -136,6 +135,22 @@ def lazy_torch_npu_loader(path: str) -> Optional[str]:
         return None
     while os.path.isfile(os.path.join(os.path.dirname(folder), "__init__.py")):
         folder = os.path.dirname(folder)
+    for full, text in python_files(folder, packages_only=True):
+        m = _LAZY_TORCH_NPU.search(text) if "torch_npu" in text else None
+        if m is not None:
+            return f"{os.path.relpath(full, os.path.dirname(folder))}:{text.count(chr(10), 0, m.start()) + 1}"
+    return None
+
+
+# Not the project's own code (build output, installed packages) or not what reads its settings (tests, fixtures).
+_SKIPPED_FOLDERS = frozenset({"node_modules", "site-packages", "build", "dist", "__pycache__", "tests", "test",
+                              "fixtures"})
+
+
+def python_files(folder: str, packages_only: bool = False) -> Iterator[tuple[str, str]]:
+    """(path, text) of the Python files under `folder`, breadth first in name order (into packages only, or
+    into every folder but hidden ones, build output and tests), at most _SCAN_LIMIT. Every file read and every
+    folder listed is recorded (recording_reads): a module added or changed later changes what a scan found."""
     read = 0
     pending = [folder]
     while pending and read < _SCAN_LIMIT:
@@ -150,12 +165,51 @@ def lazy_torch_npu_loader(path: str) -> Optional[str]:
                 read += 1
                 if _reads is not None:
                     _reads[full] = found[1] if found else ""
-                text = found[0] if found else ""
-                m = _LAZY_TORCH_NPU.search(text) if "torch_npu" in text else None
-                if m is not None:
-                    return f"{os.path.relpath(full, os.path.dirname(folder))}:{text.count(chr(10), 0, m.start()) + 1}"
-            elif os.path.isfile(os.path.join(full, "__init__.py")):
+                if found is not None:
+                    yield full, found[0]
+            elif os.path.isfile(os.path.join(full, "__init__.py")) if packages_only else (
+                    not name.startswith(".") and name not in _SKIPPED_FOLDERS and os.path.isdir(full)):
                 pending.append(full)
+
+
+def project_folders(path: str) -> list[str]:
+    """Where the project the file `path` lies in keeps its code, nearest first: the nearest folder above it, up to
+    four levels, that holds a Python package (a config folder's project; a snapshot without its .git), then the
+    nearest with a project marker (.git, setup.py, pyproject.toml, setup.cfg); [] for neither."""
+    if not path or path.startswith("<") or not os.path.dirname(path):
+        return []  # (a bare name, text given without its place on disk, has no project around it)
+    here = os.path.dirname(os.path.abspath(path))
+    found: list[str] = []
+    for level in range(64):
+        if level < 4 and not found:
+            try:
+                if any(os.path.isfile(os.path.join(here, n, "__init__.py")) for n in os.listdir(here)):
+                    found.append(here)
+            except OSError:
+                pass
+        if any(os.path.exists(os.path.join(here, m)) for m in PROJECT_MARKERS):
+            return found + [here] if here not in found else found
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    return found
+    here = os.path.dirname(os.path.abspath(path))
+    candidates = []
+    while True:
+        if any(os.path.exists(os.path.join(here, m)) for m in PROJECT_MARKERS):
+            return here
+        candidates.append(here)
+        parent = os.path.dirname(here)
+        if parent == here:
+            break
+        here = parent
+    for folder in candidates[:4]:
+        try:
+            if any(os.path.isfile(os.path.join(folder, n, "__init__.py")) for n in os.listdir(folder)):
+                return folder
+        except OSError:
+            continue
     return None
 
 
