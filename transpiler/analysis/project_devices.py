@@ -23,12 +23,11 @@ from functools import lru_cache
 from typing import Optional
 
 from npu_port.transpiler.analysis.project_modules import (
-    digest_of_read,
+    Remembered,
     module_text,
     package_root,
     project_root_of,
-    record_reads,
-    recording_reads,
+    remembered,
 )
 from npu_port.transpiler.analysis.source_facts import dotted
 
@@ -307,19 +306,10 @@ def _npu_names(root: str, module: str, depth: int = _DEPTH) -> frozenset[str]:
     """The top-level names of the project's `module` whose value is the NPU's name on an NPU: a def whose
     returned values, or an assignment whose value, name the NPU or use such a name of the module, and the
     names it re-exports."""
-    key = (root, module, depth)
-    known = _NAMES.get(key)
-    if known is None or any(digest_of_read(p) != d for p, d in known[1]):  # remembered while its files stay
-        with recording_reads() as reads:
-            names = _find_npu_names(root, module, depth)
-        known = _NAMES[key] = (names, tuple(reads.items()))
-        if len(_NAMES) > 512:
-            _NAMES.pop(next(iter(_NAMES)))
-    record_reads(known[1])  # the files behind a remembered answer count as read by every file that asks
-    return known[0]
+    return remembered(_NAMES, (root, module, depth), lambda: _find_npu_names(root, module, depth))
 
 
-_NAMES: dict[tuple[str, str, int], tuple[frozenset[str], tuple[tuple[str, str], ...]]] = {}
+_NAMES: Remembered = {}
 
 
 def _find_npu_names(root: str, module: str, depth: int) -> frozenset[str]:

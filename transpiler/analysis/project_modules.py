@@ -12,10 +12,10 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-from collections.abc import Iterator
+from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
 from functools import lru_cache
-from typing import Optional
+from typing import Any, Optional, TypeVar
 
 from npu_port.transpiler.core.files import ReadError, read_text
 
@@ -86,6 +86,24 @@ def record_reads(reads) -> None:
     """Count these (path, digest) pairs as read by the file being converted (recording_reads)."""
     if _reads is not None:
         _reads.update(reads)
+
+
+_T = TypeVar("_T")
+Remembered = dict[Hashable, tuple[Any, tuple[tuple[str, str], ...]]]
+
+
+def remembered(store: Remembered, key: Hashable, compute: Callable[[], _T], limit: int = 512) -> _T:
+    """compute() once per key, reused while every project file it read is unchanged; the files behind a remembered
+    answer count as read by every file that asks (recording_reads), so a cached result is checked against them."""
+    known = store.get(key)
+    if known is None or any(digest_of_read(p) != d for p, d in known[1]):
+        with recording_reads() as reads:
+            value = compute()
+        known = store[key] = (value, tuple(reads.items()))
+        if len(store) > limit:
+            store.pop(next(iter(store)))
+    record_reads(known[1])
+    return known[0]
 
 
 def module_text(root: str, module: str) -> Optional[str]:

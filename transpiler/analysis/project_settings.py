@@ -16,11 +16,10 @@ from typing import Optional
 
 from npu_port.transpiler.analysis.dispatch import npu_framework_reason
 from npu_port.transpiler.analysis.project_modules import (
-    digest_of_read,
+    Remembered,
     project_folders,
     python_files,
-    record_reads,
-    recording_reads,
+    remembered,
 )
 
 
@@ -54,7 +53,7 @@ def _gives_default(tree: ast.AST, key: str, value: str) -> Optional[int]:
     return None
 
 
-_KNOWN: dict[tuple[str, str, str], tuple[Optional[str], tuple[tuple[str, str], ...]]] = {}
+_KNOWN: Remembered = {}
 
 
 def ported_default(path: str, key: str, value: str) -> Optional[str]:
@@ -64,16 +63,7 @@ def ported_default(path: str, key: str, value: str) -> Optional[str]:
 
 
 def _ported_default(root: str, key: str, value: str) -> Optional[str]:
-    memo = (root, key, value)
-    known = _KNOWN.get(memo)
-    if known is None or any(digest_of_read(p) != d for p, d in known[1]):  # remembered while its files stay
-        with recording_reads() as reads:
-            found = _find(root, key, value)
-        known = _KNOWN[memo] = (found, tuple(reads.items()))
-        if len(_KNOWN) > 256:
-            _KNOWN.pop(next(iter(_KNOWN)))
-    record_reads(known[1])
-    return known[0]
+    return remembered(_KNOWN, (root, key, value), lambda: _find(root, key, value), limit=256)
 
 
 def _find(root: str, key: str, value: str) -> Optional[str]:
