@@ -153,6 +153,13 @@ def lazy_torch_npu_loader(path: str) -> Optional[str]:
         return None
     while os.path.isfile(os.path.join(os.path.dirname(folder), "__init__.py")):
         folder = os.path.dirname(folder)
+    return remembered(_LOADERS, folder, lambda: _lazy_loader(folder))
+
+
+_LOADERS: Remembered = {}
+
+
+def _lazy_loader(folder: str) -> Optional[str]:
     for full, text in python_files(folder, packages_only=True):
         m = _LAZY_TORCH_NPU.search(text) if "torch_npu" in text else None
         if m is not None:
