@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from functools import cache
+
 import libcst as cst
 
 from npu_port.codemods._device_agnostic import DeviceAgnostic
@@ -10,6 +12,7 @@ from npu_port.transpiler.core.rules import PythonRule
 from npu_port.transpiler.tables.mapping import load_table
 
 
+@cache
 def amp_state_calls(target: str) -> dict[str, tuple[int, str]]:
     """The AMP state functions that mean CUDA (amp_state.yaml): name -> (positional arguments, NPU function)."""
     return {row["cuda"]: (row["args"], row["npu"]) for row in load_table(target, "amp_state")["calls"]}

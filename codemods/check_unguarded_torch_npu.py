@@ -61,23 +61,18 @@ class UnguardedTorchNpuImport(PythonRule):
     TRIGGERS = ("torch_npu",)
 
     def visit_Module(self, node: cst.Module) -> None:
-        name = _inner_name(self.ctx.path)
-        if self.ctx.dispatch.npu_framework or _NPU_MODULE.search(name) or _TESTS.search(self.ctx.path.replace("\\", "/")):
+        found = next((small for statement in node.body if isinstance(statement, cst.SimpleStatementLine)
+                      for small in statement.body if isinstance(small, cst.Import)
+                      and any(dotted_name(a.name) == "torch_npu" for a in small.names)), None)
+        if found is None or self.ctx.dispatch.npu_framework or _NPU_MODULE.search(_inner_name(self.ctx.path)) \
+                or _TESTS.search(self.ctx.path.replace("\\", "/")):
             # A module of an NPU framework (vllm_ascend, a *_npu package, MindSpeed's), one named for the NPU (verl's
             # npu_patch.py, mstx_profile.py: imported where the NPU is), a test under tests/: NPU hosts only, or
             # the CI's choice.
             return
-        for statement in node.body:
-            if not isinstance(statement, cst.SimpleStatementLine):
-                continue
-            for small in statement.body:
-                if isinstance(small, cst.Import) and any(dotted_name(a.name) == "torch_npu" for a in small.names):
-                    loader = lazy_torch_npu_loader(self.ctx.path)
-                    if loader is None:
-                        return
-                    self.report(small, f"`import torch_npu` at the top of a module of a package that loads it only "
-                                       f"where it is installed ({loader}): importing the package now fails on GPU "
-                                       "and CPU hosts", severity="warning",
-                                hint="guard it (try: import torch_npu / except ImportError: pass), or import it "
-                                     "where the NPU branch runs")
-                    return
+        loader = lazy_torch_npu_loader(self.ctx.path)
+        if loader is not None:
+            self.report(found, f"`import torch_npu` at the top of a module of a package that loads it only where it is "
+                               f"installed ({loader}): importing the package now fails on GPU and CPU hosts",
+                        severity="warning", hint="guard it (try: import torch_npu / except ImportError: pass), or "
+                                                 "import it where the NPU branch runs")

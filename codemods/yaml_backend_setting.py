@@ -53,10 +53,9 @@ class YamlBackendSetting(YamlRule):
                     continue  # (a key merged in from an anchor `<<: *d` is written, and ported, where it is defined)
                 span = doc.value_span(mapping, key)
                 where = ported_default(self.ctx.path, name, "nccl")
-                if where is None and project_folders(self.ctx.path):
-                    self.report(span[0], f"{key}: nccl left as is: the project's code that reads `{name}` is left "
-                                         "(an NPU framework's) or names no default for it here", severity="info")
-                    continue
                 if where is not None:
                     self.replace(span, "nccl", "hccl", f"{key}: nccl -> hccl (the default it overrides, {where}, is "
                                                        "ported)", portable=lambda: None)
+                elif project_folders(self.ctx.path):
+                    self.report(span[0], f"{key}: nccl left as is: the project's code that reads `{name}` is left "
+                                         "(an NPU framework's) or names no default for it here", severity="info")

@@ -219,23 +219,6 @@ def project_folders(path: str) -> list[str]:
             break
         here = parent
     return found
-    here = os.path.dirname(os.path.abspath(path))
-    candidates = []
-    while True:
-        if any(os.path.exists(os.path.join(here, m)) for m in PROJECT_MARKERS):
-            return here
-        candidates.append(here)
-        parent = os.path.dirname(here)
-        if parent == here:
-            break
-        here = parent
-    for folder in candidates[:4]:
-        try:
-            if any(os.path.isfile(os.path.join(folder, n, "__init__.py")) for n in os.listdir(folder)):
-                return folder
-        except OSError:
-            continue
-    return None
 
 
 def package_root(path: str, top: str) -> Optional[str]:

@@ -38,7 +38,7 @@ def _gives_default(tree: ast.AST, key: str, value: str) -> Optional[int]:
         if isinstance(node, ast.AnnAssign) and names_key(node.target) and is_value(node.value) \
                 or isinstance(node, ast.Assign) and is_value(node.value) and any(names_key(t) for t in node.targets) \
                 or isinstance(node, ast.keyword) and node.arg == key and is_value(node.value):
-            return getattr(node, "lineno", getattr(node.value, "lineno", 0))
+            return node.lineno
         if isinstance(node, ast.Dict) and any(isinstance(k, ast.Constant) and k.value == key and is_value(v)
                                               for k, v in zip(node.keys, node.values)):
             return node.lineno
@@ -68,7 +68,7 @@ def _ported_default(root: str, key: str, value: str) -> Optional[str]:
 
 def _find(root: str, key: str, value: str) -> Optional[str]:
     for full, text in python_files(root):
-        if key.replace("_", "") not in text.replace("_", "").replace("-", "") or value not in text:
+        if value not in text or key.replace("_", "") not in text.replace("_", "").replace("-", ""):
             continue
         try:
             with warnings.catch_warnings():
